@@ -1,0 +1,8 @@
+"""Errors that are part of the interface: each carries a one-line message naming the thing and what to do."""
+
+
+class UserError(Exception):
+    """Bad input from a person (unknown model, missing tokenizer, remote code...).
+
+    The CLI prints ``str(err)`` as one line and exits non-zero; no traceback unless ``--verbose``.
+    """

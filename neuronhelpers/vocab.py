@@ -1,0 +1,58 @@
+"""The result vocabulary: the one definition of what a row's result, stage and verification can be.
+
+Everything else (harness, dataset validation, card, explorer) reads these tables; the dataset card's
+explanations are generated from the descriptions here.
+"""
+
+PASS = "PASS"
+FAIL = "FAIL"
+EXCLUDED = "EXCLUDED"
+
+RESULTS = {
+    PASS: "The model loaded with from_pretrained, compiled with fullgraph=True and generated 32 greedy "
+    "tokens with a static KV cache, and the tokens passed the check named in `verification`. PASS says "
+    "nothing about throughput or longer generations.",
+    FAIL: "The run did not complete or its tokens did not pass the check; `stage` says where it failed and "
+    "`error` gives the last meaningful line of the error (`traceback` holds the whole of it).",
+    EXCLUDED: "Deliberately not run; `error` gives the reason (e.g. 'not a priority yet', 'incompatible: ...', "
+    "or that it needs more than 16 cores).",
+}
+
+STAGES = {
+    "load": "from_pretrained of the model, tokenizer or processor failed, or the checkpoint could not be placed on the device.",
+    "compile": "torch.compile with the backend's compiler failed while tracing or compiling the forward pass.",
+    "run": "The compiled model failed while generating, or the process crashed (e.g. a segmentation fault).",
+    "oom": "The run exhausted device or host memory.",
+    "timeout": "The run did not finish within its time limit and was stopped.",
+    "mismatch": "The generated tokens differ from the CPU reference at a position where the reference was not near a tie.",
+    "reference": "The CPU eager reference run itself failed; the model's device run is not blamed.",
+}
+
+# Verification: how a PASS was established.
+VERIFICATIONS = {
+    "exact": "All generated tokens equal those of a CPU eager run of the same checkpoint, dtype and prompt.",
+    "near_tie": "The tokens first differ from the CPU reference at a position where the reference's top-1/top-2 "
+    "logit margin is under the near-tie tolerance and the device's token is in the reference's top-k; "
+    "`first_divergence` and `divergence_margin` give where and by how much.",
+    "judge_lm": "Sharded run without an affordable CPU reference: a small local causal LM scored the text as sound English.",
+    "judge_lexical": "Sharded run without an affordable CPU reference and without an LM judge: a word-frequency "
+    "judge found the text to be sound English.",
+}
+
+# Near-tie tolerance on the reference's top-1 minus top-2 logit, by dtype: a device may legitimately pick
+# the runner-up when the two are closer than the numeric noise of that dtype.
+NEAR_TIE_MARGIN = {"float32": 1e-3, "bfloat16": 0.25, "float16": 0.05}
+NEAR_TIE_TOP_K = 5
+
+
+class VocabularyError(ValueError):
+    pass
+
+
+def check_value(kind: str, value) -> None:
+    """Raise VocabularyError naming the value when it is not in the vocabulary (None is allowed for stage/verification)."""
+    table = {"result": RESULTS, "stage": STAGES, "verification": VERIFICATIONS}[kind]
+    if value is None and kind != "result":
+        return
+    if value not in table:
+        raise VocabularyError(f"unknown {kind} value {value!r}: expected one of {', '.join(table)}")

@@ -1,0 +1,46 @@
+"""Backend choice and version detection."""
+
+import pytest
+
+from neuronhelpers import versions
+from neuronhelpers.backends import BACKENDS, detect_backend, get_backend
+from neuronhelpers.errors import UserError
+
+
+def test_neuron_backend_uses_neuron_everywhere():
+    nb = get_backend("neuron")
+    assert (nb.device, nb.compile_backend, nb.dist_backend) == ("neuron", "neuron", "neuron")
+    assert nb.cache_env == "TORCH_NEURONX_NEFF_CACHE_DIR"
+    assert nb.bytes_per_core == 24 * 1024**3
+
+
+def test_cpu_and_cuda_use_inductor_with_their_process_group_backends():
+    assert (BACKENDS["cpu"].compile_backend, BACKENDS["cpu"].dist_backend) == ("inductor", "gloo")
+    assert (BACKENDS["cuda"].compile_backend, BACKENDS["cuda"].dist_backend) == ("inductor", "nccl")
+
+
+def test_this_machine_detects_cpu(monkeypatch):
+    monkeypatch.delenv("NEURONHELPERS_BACKEND", raising=False)
+    assert detect_backend() == "cpu"  # no neuron device, no GPU in CI
+    assert get_backend("auto").name == "cpu"
+
+
+def test_environment_can_force_a_backend(monkeypatch):
+    monkeypatch.setenv("NEURONHELPERS_BACKEND", "neuron")
+    assert detect_backend() == "neuron"
+
+
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(UserError, match="unknown backend 'tpu'"):
+        get_backend("tpu")
+
+
+def test_versions_name_the_compiler_and_every_package():
+    import torch
+
+    assert versions.compiler_for(get_backend("cpu")) == ("inductor", torch.__version__)
+    assert versions.compiler_for(get_backend("neuron"))[0] == "neuronx-cc"
+    frozen = versions.installed_packages().splitlines()
+    assert any(line.startswith("transformers==") for line in frozen)
+    assert frozen == sorted(frozen, key=lambda line: line.split("==")[0].lower())
+    assert versions.core_versions()["torch-neuronx"] is None  # not installable here
