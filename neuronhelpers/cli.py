@@ -29,23 +29,54 @@ def cmd_run(args) -> int:
     return 0 if row["result"] == "PASS" else 1
 
 
-DEMO_MODELS = ("tiny/qwen3", "tiny/llama", "tiny/llava")
+def _sweep_and_summarise(models: list[str], args, include_excluded: bool) -> int:
+    import warnings
+
+    from .backends import get_backend
+    from .results import DatasetWarning, load_results
+    from .sweep import summary_frame, sweep
+
+    backend = get_backend(args.backend)
+    memory = int(args.memory_limit_gb * 2**30) if args.memory_limit_gb else None
+    print(f"sweeping {len(models)} models on backend '{backend.name}' into {args.out}/ (32 greedy tokens each, verified)")
+    rows = sweep(models, args.out, backend=backend, jobs=args.jobs, timeout=args.timeout, rerun=args.rerun,
+                 progress=not args.no_progress, memory_limit_bytes=memory, include_excluded=include_excluded)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        df = load_results(args.out)
+    wanted = set(models) | ({r["model_id"] for r in rows})
+    shown = df[df.model_id.isin(wanted) & (df.backend == backend.name)].sort_values("model_id")
+    print(summary_frame(shown).to_string(index=False))
+    counts = shown.result.value_counts().to_dict()
+    print(f"{len(rows)} run now, {len(shown)} recorded: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    print(f"Next: the rows are in {args.out}/data/ (pandas: pd.read_parquet('{args.out}/data')); "
+          f"`neuronhelpers run MODEL --json` for one model; `neuronhelpers render MODEL` for its run.py.")
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from .sweep import read_model_file, selected_models
+    from .twins import TWINS
+
+    models = list(args.models)
+    if args.file:
+        models += read_model_file(args.file)
+    if args.all_twins:
+        models += [f"tiny/{t}" for t in TWINS]
+    use_selected = args.selected or not models
+    if use_selected:
+        models += selected_models(real=args.real)
+    return _sweep_and_summarise(models, args, include_excluded=use_selected)
 
 
 def cmd_demo(args) -> int:
-    """The main job on its built-in default: run a few twins and print their verified rows."""
-    from .backends import get_backend
-    from .harness import run_model, summary_line
+    """The main job on its built-in default: sweep the Selected list's twins into ./results and summarise."""
+    from .card import write_card
+    from .sweep import selected_models
 
-    backend = get_backend(args.backend)
-    print(f"neuronhelpers demo: {len(args.models)} models on backend '{backend.name}' (32 greedy tokens each, verified)")
-    failed = 0
-    for model in args.models:
-        row = run_model(model, backend=backend)
-        failed += row["result"] != "PASS"
-        print(summary_line(row), flush=True)
-    print("Next: `neuronhelpers run MODEL --json` for a whole row, `neuronhelpers render MODEL` for its run.py.")
-    return 1 if failed else 0
+    code = _sweep_and_summarise(selected_models(real=False), args, include_excluded=True)
+    print(f"Dataset card: {write_card(args.out)}")
+    return code
 
 
 def cmd_render(args) -> int:
@@ -90,10 +121,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds before the run is stopped (default 900)")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("demo", help="run a few tiny twins end to end and print their rows")
-    p.add_argument("models", nargs="*", default=list(DEMO_MODELS))
-    p.add_argument("--backend", default="auto")
+    def sweep_args(p):
+        p.add_argument("--out", default="results", help="dataset folder (default ./results)")
+        p.add_argument("--backend", default="auto", help="neuron, cuda, cpu or auto (default: detect)")
+        p.add_argument("--jobs", type=int, default=1, help="models at once, on disjoint CPUs / NeuronCores")
+        p.add_argument("--timeout", type=float, default=900.0, help="seconds per model before it is stopped")
+        p.add_argument("--rerun", action="store_true", help="run models already recorded for these versions again")
+        p.add_argument("--memory-limit-gb", type=float, default=None, help="address-space limit per model process")
+        p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("sweep", help="run many models, one process each, writing rows to a Parquet dataset")
+    p.add_argument("models", nargs="*", help="model ids (Hub ids, folders, tiny twins)")
+    p.add_argument("--file", help="a text file of model ids, one per line")
+    p.add_argument("--selected", action="store_true", help="the built-in Selected list (the default with no models)")
+    p.add_argument("--all-twins", action="store_true", help="every tiny twin")
+    p.add_argument("--real", action="store_true", help="Selected: the real Hub ids (needs the Hub and the weights)")
+    sweep_args(p)
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("demo", help="sweep the Selected list's twins into ./results and print a summary")
+    sweep_args(p)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("card", help="write the dataset card (README.md) into a dataset folder")
+    p.add_argument("folder")
+    p.set_defaults(func=lambda a: print(__import__("neuronhelpers.card", fromlist=["write_card"]).write_card(a.folder)) or 0)
 
     p = sub.add_parser("render", help="print the run.py (or --requirements) for a model")
     model_args(p)

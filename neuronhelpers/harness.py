@@ -29,7 +29,7 @@ def run_dir(model_id: str) -> Path:
 def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dtype: str | None = None,
               timeout: float = DEFAULT_TIMEOUT_S, trust_remote_code: bool = False, workdir: str | Path | None = None,
               reference_model: str | ModelRef | None = None, env: dict | None = None,
-              memory_limit_bytes: int | None = None) -> dict:
+              memory_limit_bytes: int | None = None, cpus: set[int] | None = None) -> dict:
     """Run one model under the recipe and return its verified result row.
 
     ``reference_model`` lets a test compare against another checkpoint (e.g. an unperturbed twin);
@@ -47,7 +47,8 @@ def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dt
     (folder / "requirements.txt").write_text(requirements)
     run_env = {**cache_env(be), **(env or {})}
 
-    device = execute(str(script), timeout=timeout, env=run_env, cwd=str(folder), memory_limit_bytes=memory_limit_bytes)
+    device = execute(str(script), timeout=timeout, env=run_env, cwd=str(folder), memory_limit_bytes=memory_limit_bytes,
+                     cpus=cpus)
     _save_logs(folder, "device", device)
     row = _base_row(ref, be, params, run_py, requirements)
     row["wall_s"] = device.wall_s
@@ -71,7 +72,8 @@ def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dt
         other = reference_model if isinstance(reference_model, ModelRef) else resolve_model(reference_model)
         reference_script = folder / "reference_run.py"
         reference_script.write_text(recipe.render_run_py(recipe.recipe_params(other, be, dtype=dtype)))
-    reference = execute(str(reference_script), ["--reference"], timeout=REFERENCE_TIMEOUT_S, env=run_env, cwd=str(folder))
+    reference = execute(str(reference_script), ["--reference"], timeout=REFERENCE_TIMEOUT_S, env=run_env, cwd=str(folder),
+                        cpus=cpus)
     _save_logs(folder, "reference", reference)
     if not (reference.payload and reference.payload.get("ok")):
         failure = classify_failure(reference, REFERENCE_TIMEOUT_S)

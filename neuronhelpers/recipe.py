@@ -28,8 +28,10 @@ def template_text() -> str:
 
 
 def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None, trust_remote_code: bool = False,
-                  revision: str | None = None) -> dict:
+                  revision: str | None = None, cores: int = 1, parallelism: str = "none") -> dict:
     """The parameters that make the template this model's run.py."""
+    if (cores > 1) != (parallelism != "none"):
+        raise ValueError(f"{cores} core(s) with parallelism '{parallelism}' is not a plan")
     return {
         "model_id": model.model_id,
         "model_path": model.path,
@@ -38,6 +40,9 @@ def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None
         "device": backend.device,
         "compile_backend": backend.compile_backend,
         "dtype": dtype or backend.dtype,
+        "cores": cores,
+        "parallelism": parallelism,
+        "dist_backend": backend.dist_backend,
         "max_new_tokens": MAX_NEW_TOKENS,
         "prompt": PROMPTS[model.task],
         "trust_remote_code": bool(trust_remote_code),

@@ -85,3 +85,164 @@ def rows_to_table(rows: list[dict]) -> pa.Table:
     for row in rows:
         validate_row(row)
     return pa.Table.from_pylist([new_row(**row) if set(row) != set(COLUMN_NAMES) else row for row in rows], schema=SCHEMA)
+
+
+# ---------------------------------------------------------------------------------------------
+# The dataset: one Parquet file per (compiler version, library, library version) pair, under data/.
+# ---------------------------------------------------------------------------------------------
+
+DATA_DIR = "data"
+# A row is "already recorded" for a sweep when these match (resume key).
+RESUME_KEY = ("model_id", "backend", "compiler", "compiler_version", "library", "library_version", "neuron_cores")
+
+
+def _safe(part) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(part))
+
+
+def version_pair_file(row: dict) -> str:
+    """Relative path of the Parquet file a row belongs to: data/<compiler>-<version>__<library>-<version>.parquet."""
+    compiler = f"{row.get('compiler') or 'unknown'}-{row.get('compiler_version') or 'unknown'}"
+    library = f"{row.get('library') or 'transformers'}-{row.get('library_version') or 'unknown'}"
+    return f"{DATA_DIR}/{_safe(compiler)}__{_safe(library)}.parquet"
+
+
+def write_table_atomic(table: pa.Table, path) -> None:
+    """Write a Parquet file under a temporary name, then rename: readers never see a partial file."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def append_rows(folder, rows: list[dict]) -> list[str]:
+    """Add rows to their version-pair files in ``folder`` (read, concatenate, atomic rewrite); returns files touched.
+
+    A row replaces an earlier row with the same resume key, so a rerun (--rerun) never duplicates.
+    """
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    by_file: dict[str, list[dict]] = {}
+    for row in rows:
+        by_file.setdefault(version_pair_file(row), []).append(new_row(**row) if set(row) != set(COLUMN_NAMES) else row)
+    for rel, new in by_file.items():
+        path = folder / rel
+        fresh = rows_to_table(new)
+        if path.exists():
+            old = conform(pq.read_table(path))
+            keys = {tuple(r[k] for k in RESUME_KEY) for r in new}
+            mask = [tuple(v) not in keys for v in zip(*(old.column(k).to_pylist() for k in RESUME_KEY))]
+            fresh = pa.concat_tables([old.filter(pa.array(mask, type=pa.bool_())), fresh])
+        write_table_atomic(fresh, path)
+    return sorted(by_file)
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """Cast a table to the current schema: columns it lacks (older harness versions) read as null."""
+    columns = []
+    for field in SCHEMA:
+        if field.name in table.column_names:
+            columns.append(table.column(field.name).cast(field.type))
+        else:
+            columns.append(pa.nulls(table.num_rows, type=field.type))
+    return pa.Table.from_arrays(columns, schema=SCHEMA)
+
+
+class DatasetWarning(UserWarning):
+    pass
+
+
+def _list_parquet(path: str):
+    """(filesystem, [file paths]) for a local folder or an hf://datasets/... path."""
+    import os
+
+    if path.startswith("hf://"):
+        from huggingface_hub import HfFileSystem
+
+        fs = HfFileSystem()
+        files = sorted(p for p in fs.glob(path.rstrip("/") + "/**/*.parquet"))
+        return fs, files
+    files = []
+    for root, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files += [os.path.join(root, n) for n in sorted(names) if n.endswith(".parquet") and not n.startswith(".")]
+    return None, files
+
+
+def load_results(path, *, validate: bool = True):
+    """Read a results dataset (local folder or hf://datasets/...) into one DataFrame.
+
+    Files written by older harness versions are unified with the current schema (new columns read
+    as null). A file that is corrupt, foreign (lacks the seed columns) or holds values outside the
+    vocabulary is reported by name (a DatasetWarning; also in ``df.attrs['skipped']``) and skipped.
+    """
+    import os
+    import warnings
+
+    import pyarrow.parquet as pq
+
+    path = str(path)
+    if not path.startswith("hf://") and not os.path.isdir(path):
+        from .errors import UserError
+
+        raise UserError(f"no results dataset at '{path}': give a folder of Parquet files or an hf://datasets/... path")
+    fs, files = _list_parquet(path)
+    tables, skipped = [], []
+    for name in files:
+        try:
+            table = pq.read_table(name, filesystem=fs) if fs else pq.read_table(name)
+            missing = [c for c in SEED_COLUMNS if c not in table.column_names]
+            if missing:
+                raise ValueError(f"not a neuronhelpers results file (no {', '.join(missing)} column)")
+            table = conform(table)
+            if validate:
+                for row in table.select(["model_id", "result", "stage", "verification"]).to_pylist():
+                    vocab.check_value("result", row["result"])
+                    vocab.check_value("stage", row["stage"])
+                    vocab.check_value("verification", row["verification"])
+            tables.append(table)
+        except Exception as exc:  # noqa: BLE001 - one bad file must not hide the rest
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            skipped.append((name, reason))
+            warnings.warn(f"skipped {name}: {reason}", DatasetWarning, stacklevel=2)
+    table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+    df = table.to_pandas()
+    df.attrs["skipped"] = skipped
+    df.attrs["files"] = [f for f in files if f not in {s[0] for s in skipped}]
+    return df
+
+
+SEED_COLUMNS = ("model_id", "neuronx_cc", "library", "library_version", "neuron_cores", "result", "error")
+
+
+def recorded_keys(folder) -> set[tuple]:
+    """Resume keys of the rows already in a local dataset folder (unreadable files contribute none)."""
+    import os
+    import warnings
+
+    if not os.path.isdir(folder):
+        return set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        df = load_results(folder, validate=False)
+    if df.empty:
+        return set()
+    return set(map(tuple, df[list(RESUME_KEY)].astype(object).where(df[list(RESUME_KEY)].notna(), None).values.tolist()))

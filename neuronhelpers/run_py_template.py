@@ -5,8 +5,13 @@ checkpoint with from_pretrained, generates 32 greedy tokens with a static KV cac
 torch.compile(fullgraph=True, dynamic=False) with the backend's compiler (neuron on Trainium),
 and prints one JSON line on stdout with tokens, timings and peak device memory.
 
-    python3 run.py               # the device run
+    python3 run.py               # the device run (launches its own ranks when sharded: no torchrun)
     python3 run.py --reference   # the CPU eager reference: same checkpoint, dtype and prompt, no compile
+
+When PARAMS["cores"] > 1 the script starts one process per core, initialises torch.distributed with
+the backend's process group (neuron, nccl or gloo), loads through transformers' own sharding (tensor
+parallel, expert parallel for mixture-of-experts), and prints rank 0's result with every rank's peak
+memory. A rank that fails stops the whole run at once with that rank's error.
 
 Rendered by neuronhelpers.recipe.render_run_py from neuronhelpers/run_py_template.py: edit the
 template, never a rendered copy.
@@ -27,6 +32,9 @@ PARAMS = {
     "device": "cpu",
     "compile_backend": "inductor",
     "dtype": "float32",
+    "cores": 1,
+    "parallelism": "none",
+    "dist_backend": "gloo",
     "max_new_tokens": 32,
     "prompt": "Write a short story about a robot who learns to paint.",
     "trust_remote_code": False,
@@ -46,7 +54,8 @@ def failure_stage(exc, stage):
     import torch
 
     text = f"{type(exc).__name__}: {exc}".lower()
-    if isinstance(exc, (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))) or "out of memory" in text:
+    memory_words = ("out of memory", "not enough memory", "can't allocate memory", "cannot allocate memory")
+    if isinstance(exc, (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))) or any(w in text for w in memory_words):
         return "oom"
     if stage == "load":
         return "load"
@@ -82,21 +91,38 @@ def test_image():
     return torch.stack([red, green, blue]).to(torch.uint8)
 
 
-def load(params, device, dtype):
+def sharding_kwargs(params):
+    """from_pretrained arguments for transformers' own sharding, in whichever form the installed release takes."""
+    import transformers
+
+    parallelism = params["parallelism"]
+    if parallelism == "none":
+        return {}
+    tp, ep = parallelism.startswith("tp"), "ep" in parallelism
+    if hasattr(transformers, "DistributedConfig"):
+        config = transformers.DistributedConfig(tp_plan="auto" if tp else None, enable_expert_parallel=ep)
+        return {"distributed_config": config}
+    if ep:
+        raise RuntimeError(f"transformers {transformers.__version__} has no expert parallelism (DistributedConfig)")
+    return {"tp_plan": "auto"}  # older releases
+
+
+def load(params, device, dtype, sharded=False):
     """from_pretrained the model and its tokenizer or processor, and build the prompt inputs."""
     import transformers
 
     common = {"trust_remote_code": params["trust_remote_code"], "revision": params["revision"]}
+    weights = {**common, **(sharding_kwargs(params) if sharded else {})}
     if params["task"] == "image-text-to-text":
         processor = transformers.AutoProcessor.from_pretrained(params["model_path"], **common)
-        model = transformers.AutoModelForImageTextToText.from_pretrained(params["model_path"], dtype=dtype, **common)
+        model = transformers.AutoModelForImageTextToText.from_pretrained(params["model_path"], dtype=dtype, **weights)
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": params["prompt"]}]}]
         text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         inputs = processor(text=text, images=[test_image()], return_tensors="pt")
         tokenizer = processor.tokenizer
     else:
         tokenizer = transformers.AutoTokenizer.from_pretrained(params["model_path"], **common)
-        model = transformers.AutoModelForCausalLM.from_pretrained(params["model_path"], dtype=dtype, **common)
+        model = transformers.AutoModelForCausalLM.from_pretrained(params["model_path"], dtype=dtype, **weights)
         if tokenizer.chat_template:
             messages = [{"role": "user", "content": params["prompt"]}]
             text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
@@ -104,7 +130,10 @@ def load(params, device, dtype):
             text = params["prompt"]
         inputs = tokenizer(text, return_tensors="pt")
     model.eval()
-    model.to(device)
+    if sharded:
+        device = model.device  # transformers placed each shard on this rank's device
+    else:
+        model.to(device)
     inputs = {k: (v.to(device).to(dtype) if v.is_floating_point() else v.to(device)) for k, v in inputs.items()}
     return model, tokenizer, inputs
 
@@ -133,17 +162,19 @@ def generation_kwargs(params, tokenizer, n):
     return {"max_new_tokens": n, "min_new_tokens": n, "do_sample": False, "pad_token_id": pad}
 
 
-def device_run(params):
+def device_run(params, rank=None):
     """Load on the backend's device, compile, generate twice (cold, then warm and timed)."""
     import torch
     import transformers
 
     device, dtype = params["device"], getattr(torch, params["dtype"])
+    if rank is not None and device in ("neuron", "cuda"):
+        device = f"{device}:{rank}"  # one process per core: device index = local rank
     n = params["max_new_tokens"]
     stage, timings = "load", {}
     try:
         t0 = time.perf_counter()
-        model, tokenizer, inputs = load(params, device, dtype)
+        model, tokenizer, inputs = load(params, device, dtype, sharded=rank is not None)
         timings["load_s"] = time.perf_counter() - t0
 
         compile_config = transformers.CompileConfig(
@@ -183,7 +214,7 @@ def device_run(params):
             "warm_equals_cold": tokens == first_tokens,
             "prompt_tokens": prompt_len,
             "timings": timings,
-            "peak_memory_bytes": peak_memory_bytes(device),
+            "peak_memory_bytes": peak_memory_bytes(str(device)),
             "torch": torch.__version__,
             "transformers": transformers.__version__,
         }
@@ -223,20 +254,116 @@ def reference_run(params):
 
 
 def failed(exc, stage, timings):
-    lines = [line for line in f"{type(exc).__name__}: {exc}".strip().splitlines() if line.strip()]
+    # The exception's own first line says what went wrong; later lines are usually advice or context.
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):  # "backend='inductor' raised:" introduces the cause
+        lines[0] = f"{lines[0]} {lines[1]}"
     return {
         "ok": False,
         "stage": stage,
-        "error": lines[-1][:500] if lines else type(exc).__name__,
+        "error": f"{type(exc).__name__}: {lines[0][:500]}" if lines else type(exc).__name__,
         "error_type": type(exc).__name__,
         "traceback": "".join(traceback.format_exception(exc))[-20000:],
         "timings": timings,
     }
 
 
+def die_with_parent():
+    """Linux: SIGKILL this process when the launcher dies, so no rank outlives the run."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def rank_main(rank, world, port, params, results):
+    """One rank of a sharded run: join the process group, run, report to the launcher."""
+    die_with_parent()
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
+                      WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world))
+    try:
+        import torch.distributed as dist
+
+        dist.init_process_group(backend=params["dist_backend"], rank=rank, world_size=world)
+        result = device_run(params, rank=rank)
+    except BaseException as exc:  # noqa: BLE001
+        result = failed(exc, "load", {})
+    results.put((rank, result))
+    # Exit without tearing the process group down: the launcher collects results and ends the ranks.
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def sharded_run(params):
+    """Start one process per core, wait for every rank's result; the first failure ends them all."""
+    import multiprocessing
+    import queue
+
+    world = params["cores"]
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    port = free_port()
+    ranks = [context.Process(target=rank_main, args=(r, world, port, params, results)) for r in range(world)]
+    for proc in ranks:
+        proc.start()
+    got, failure = {}, None
+    while len(got) < world and failure is None:
+        try:
+            rank, result = results.get(timeout=0.2)
+            got[rank] = result
+            if not result["ok"]:
+                failure = (rank, result)
+        except queue.Empty:
+            for rank, proc in enumerate(ranks):
+                if rank not in got and proc.exitcode not in (None, 0):
+                    try:  # its own report, if it managed to send one
+                        late_rank, result = results.get(timeout=1.0)
+                        got[late_rank] = result
+                        if not result["ok"]:
+                            failure = (late_rank, result)
+                            break
+                    except queue.Empty:
+                        pass
+                    code = proc.exitcode
+                    how = f"signal {-code}" if code < 0 else f"exit status {code}"
+                    failure = (rank, {"ok": False, "stage": "run", "error": f"rank {rank} died ({how}) without a result",
+                                      "error_type": "RankDied", "traceback": "", "timings": {}})
+                    break
+    for proc in ranks:  # done or failed: no rank may outlive the run (one may be stuck in a collective)
+        if proc.is_alive():
+            proc.kill()
+    for proc in ranks:
+        proc.join(timeout=10)
+    if failure is not None:
+        rank, result = failure
+        result = dict(result)
+        result["error"] = f"rank {rank}: {result['error']}"
+        result["failed_rank"] = rank
+        return result
+    merged = dict(got[0])
+    merged["peak_memory_per_rank"] = [got[r].get("peak_memory_bytes") for r in range(world)]
+    merged["peak_memory_bytes"] = max(p for p in merged["peak_memory_per_rank"] if p is not None)
+    merged["cores"] = world
+    return merged
+
+
 def main(argv):
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    result = reference_run(PARAMS) if "--reference" in argv else device_run(PARAMS)
+    if "--reference" in argv:
+        result = reference_run(PARAMS)
+    elif PARAMS["cores"] > 1:
+        result = sharded_run(PARAMS)
+    else:
+        result = device_run(PARAMS)
     result["model_id"] = PARAMS["model_id"]
     emit(result)
     return 0 if result["ok"] else 1

@@ -48,6 +48,18 @@ def last_json_line(stdout: str) -> dict | None:
     return None
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this (child) process when its parent dies: a killed sweep leaves no run behind."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -56,11 +68,19 @@ def _kill_group(pgid: int) -> None:
 
 
 def execute(script: str, args: list[str] = (), *, timeout: float, env: dict | None = None, cwd: str | None = None,
-            memory_limit_bytes: int | None = None, python: str | None = None) -> ProcessOutcome:
-    """Run ``python script args...`` in a new session; kill its whole process group on timeout or return."""
+            memory_limit_bytes: int | None = None, cpus: set[int] | None = None,
+            python: str | None = None) -> ProcessOutcome:
+    """Run ``python script args...`` in a new session; kill its whole process group on timeout or return.
+
+    ``cpus`` pins the run to a CPU set (disjoint sets let parallel sweep jobs share a machine);
+    ``memory_limit_bytes`` caps its address space. The child is killed if this process dies.
+    """
     full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
 
-    def limit_memory():  # runs in the child before exec
+    def prepare_child():  # runs in the child before exec
+        _die_with_parent()
+        if cpus:
+            os.sched_setaffinity(0, cpus)
         if memory_limit_bytes:
             import resource
 
@@ -77,7 +97,7 @@ def execute(script: str, args: list[str] = (), *, timeout: float, env: dict | No
         text=True,
         errors="replace",
         start_new_session=True,
-        preexec_fn=limit_memory if memory_limit_bytes else None,
+        preexec_fn=prepare_child,
     )
     timed_out = False
     try:

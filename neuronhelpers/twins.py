@@ -34,6 +34,8 @@ IMAGE_TEXT_TO_TEXT = "image-text-to-text"
 TEXT_SHRINK = {
     "hidden_size": 64,
     "intermediate_size": 128,
+    "ffn_hidden_size": 128,  # falcon
+    "n_inner": 128,  # gpt2
     "num_hidden_layers": 2,
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
@@ -87,7 +89,7 @@ TEXT_TWINS = [
     TwinSpec("granite"),
     TwinSpec("olmo2"),
     TwinSpec("smollm3"),
-    TwinSpec("gpt2", overrides={"n_inner": 128}),
+    TwinSpec("gpt2"),
     TwinSpec("gpt_neox"),
     TwinSpec("falcon"),
     TwinSpec("starcoder2"),

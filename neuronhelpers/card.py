@@ -1,0 +1,95 @@
+"""The dataset card (README.md with Hub YAML metadata), generated from the vocabulary and schema in code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import results, vocab
+from .recipe import MAX_NEW_TOKENS
+
+
+def render_card(title: str = "neuronhelpers results: Hugging Face models on AWS Trainium") -> str:
+    def table(mapping: dict) -> str:
+        return "\n".join(f"| `{key}` | {text} |" for key, text in mapping.items())
+
+    columns = "\n".join(f"| `{name}` | {typ} | {text} |" for name, typ, text in results.COLUMNS)
+    ties = ", ".join(f"{dtype}: {margin:g}" for dtype, margin in vocab.NEAR_TIE_MARGIN.items())
+    return f"""---
+license: apache-2.0
+pretty_name: neuronhelpers results
+tags:
+- aws-trainium
+- neuron
+- torch-compile
+- model-compatibility
+configs:
+- config_name: default
+  data_files:
+  - split: train
+    path: {results.DATA_DIR}/*.parquet
+---
+
+# {title}
+
+Does a Hugging Face model run unmodified on AWS Trainium? Each row is one model tested with the
+neuronhelpers recipe, on one compiler version and one transformers version.
+
+## Test protocol
+
+1. `from_pretrained` loads the checkpoint (never with `trust_remote_code` unless a person asked for it).
+2. The model is placed on the fewest cores whose memory holds its weights (`neuron_cores`; at most 16).
+3. `generate()` produces {MAX_NEW_TOKENS} greedy tokens from a fixed prompt (a chat template and a generated
+   test image for image-text-to-text models) with a static KV cache, compiled with
+   `torch.compile(backend=..., fullgraph=True, dynamic=False)`: `neuron` on Trainium, `inductor` elsewhere.
+4. The tokens are checked against a CPU eager run of the same checkpoint, dtype and prompt
+   (a judge checks the text when no CPU reference is affordable). Near-tie tolerance on the reference's
+   top-1/top-2 logit margin, by dtype: {ties}; the device's token must be in the reference's top {vocab.NEAR_TIE_TOP_K}.
+
+Rows whose `model_id` starts with `tiny/` are **tiny twins**: the architecture's real transformers code with
+shrunk dimensions and random weights. They show whether an architecture compiles; they say nothing about the
+real checkpoints of that architecture.
+
+Every row carries the exact `run_py` that ran and its `requirements`: save them and run `python3 run.py`.
+
+## Results
+
+| value | meaning |
+| --- | --- |
+{table(vocab.RESULTS)}
+
+## Stages (why a FAIL failed)
+
+| stage | meaning |
+| --- | --- |
+{table(vocab.STAGES)}
+
+## Verification (how a PASS was established)
+
+| verification | meaning |
+| --- | --- |
+{table(vocab.VERIFICATIONS)}
+
+## Layout
+
+One Parquet file per (compiler version, library, library version) pair:
+`{results.DATA_DIR}/<compiler>-<compiler_version>__<library>-<library_version>.parquet`.
+
+```python
+import pandas as pd
+df = pd.read_parquet("{results.DATA_DIR}")   # or "hf://datasets/<namespace>/<name>/{results.DATA_DIR}"
+df[df.model_id == "Qwen/Qwen3-0.6B"][["neuronx_cc", "library", "library_version", "neuron_cores", "result"]]
+```
+
+## Columns
+
+| column | type | meaning |
+| --- | --- | --- |
+{columns}
+"""
+
+
+def write_card(folder: str | Path) -> Path:
+    path = Path(folder) / "README.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_card())
+    return path

@@ -1,0 +1,161 @@
+"""The sweep: run a list of models, each in its own process tree, writing each row as it finishes.
+
+Resumable: a model already recorded for the same versions is skipped (``rerun=True`` forces it).
+Parallel: ``jobs`` models at once, each pinned to a disjoint CPU set here, or to a disjoint
+NeuronCore range on Trainium (NEURON_RT_VISIBLE_CORES).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from . import results, versions
+from .backends import Backend, get_backend
+from .errors import UserError
+from .harness import DEFAULT_TIMEOUT_S, run_model
+from .selected import SELECTED
+from .vocab import EXCLUDED, FAIL, PASS
+
+
+def resume_key(model_id: str, backend: Backend, cores: int = 1) -> tuple:
+    compiler, compiler_version = versions.compiler_for(backend)
+    return (model_id, backend.name, compiler, compiler_version, "transformers", versions.library_version(), cores)
+
+
+def excluded_rows(backend: Backend) -> list[dict]:
+    """EXCLUDED rows for the Selected models deliberately left out, with their reasons."""
+    compiler, compiler_version = versions.compiler_for(backend)
+    core = versions.core_versions()
+    return [
+        results.new_row(model_id=e.model_id, task=e.task, model_type=e.model_type, result=EXCLUDED, error=e.excluded,
+                        neuron_cores=1, backend=backend.name, compiler=compiler, compiler_version=compiler_version,
+                        neuronx_cc=core["neuronx-cc"] if compiler == "neuronx-cc" else None, library="transformers",
+                        library_version=core["transformers"], torch=core["torch"])
+        for e in SELECTED
+        if e.excluded
+    ]
+
+
+def selected_models(real: bool) -> list[str]:
+    """The Selected list to sweep: real Hub ids (with the Hub at hand), else one twin per architecture."""
+    from .selected import selected_twins
+
+    if real:
+        return [e.model_id for e in SELECTED if not e.excluded]
+    return selected_twins()
+
+
+def read_model_file(path: str) -> list[str]:
+    """Model ids from a text file, one per line; '#' starts a comment."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise UserError(f"cannot read model list '{path}': {exc.strerror}") from None
+    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+
+
+def cpu_slots(jobs: int) -> list[set[int] | None]:
+    """Disjoint CPU sets, one per parallel job (None when running one at a time)."""
+    if jobs <= 1:
+        return [None]
+    cpus = sorted(os.sched_getaffinity(0))
+    if jobs > len(cpus):
+        raise UserError(f"--jobs {jobs} is more than the {len(cpus)} CPUs here: use at most {len(cpus)}")
+    size = len(cpus) // jobs
+    return [set(cpus[i * size:(i + 1) * size]) for i in range(jobs)]
+
+
+def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None = None, jobs: int = 1,
+          timeout: float = DEFAULT_TIMEOUT_S, rerun: bool = False, progress: bool = True,
+          memory_limit_bytes: int | None = None, include_excluded: bool = False) -> list[dict]:
+    """Run every model not yet recorded in ``out`` and append its row there as soon as it finishes."""
+    be = backend if isinstance(backend, Backend) else get_backend(backend)
+    out = Path(out)
+    done = set() if rerun else results.recorded_keys(out)
+    todo = [m for m in dict.fromkeys(models) if resume_key(m, be) not in done]
+    skipped = len(dict.fromkeys(models)) - len(todo)
+    if include_excluded:
+        fresh = [r for r in excluded_rows(be) if rerun or resume_key(r["model_id"], be) not in done]
+        if fresh:
+            results.append_rows(out, fresh)
+
+    slots: queue.Queue = queue.Queue()
+    for slot in cpu_slots(jobs):
+        slots.put(slot)
+    write_lock = threading.Lock()
+    rows: list[dict] = []
+
+    running: dict[str, None] = {}
+    counts = {"passed": 0, "finished": 0}
+
+    def show():
+        if bar is not None:
+            bar.set_postfix_str(f"running={','.join(running) or '-'} passed={counts['passed']}/{counts['finished']}")
+
+    def one(model: str) -> dict:
+        slot = slots.get()
+        with write_lock:
+            running[model] = None
+            show()
+        try:
+            env = None
+            if be.name == "neuron" and slot is not None:
+                env = {"NEURON_RT_VISIBLE_CORES": str(min(slot))}
+            try:
+                row = run_model(model, backend=be, timeout=timeout, memory_limit_bytes=memory_limit_bytes,
+                                cpus=slot, env=env)
+            except UserError as err:  # bad input in a list becomes a load failure, not a dead sweep
+                row = results.new_row(model_id=model, result=FAIL, stage="load", error=str(err), neuron_cores=1,
+                                      backend=be.name, **dict(zip(("compiler", "compiler_version"), versions.compiler_for(be))),
+                                      library="transformers", library_version=versions.library_version())
+            with write_lock:
+                results.append_rows(out, [row])
+                running.pop(model, None)
+                counts["finished"] += 1
+                counts["passed"] += row["result"] == PASS
+                show()
+                if bar is not None:
+                    bar.update(1)
+            return row
+        finally:
+            slots.put(slot)
+
+    bar = _progress(len(todo), progress, be, skipped)
+    try:
+        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+            for future in as_completed([pool.submit(one, m) for m in todo]):
+                rows.append(future.result())
+    finally:
+        if bar is not None:
+            bar.close()
+    return rows
+
+
+def _progress(total: int, enabled: bool, be: Backend, skipped: int):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    desc = f"sweep[{be.name}]" + (f" ({skipped} already recorded)" if skipped else "")
+    return tqdm(total=total, desc=desc, unit="model", dynamic_ncols=True)
+
+
+
+def summary_frame(df):
+    """The demo's table: model, result (with stage or verification), cores, wall time, peak memory."""
+    import pandas as pd
+
+    if df.empty:
+        return pd.DataFrame(columns=["model", "result", "cores", "wall_s", "peak_MiB"])
+    detail = df["stage"].where(df["stage"].notna(), df["verification"]).fillna("")
+    return pd.DataFrame({
+        "model": df["model_id"],
+        "result": df["result"] + detail.map(lambda d: f" ({d})" if d else ""),
+        "cores": df["neuron_cores"],
+        "wall_s": df["wall_s"].round(1),
+        "peak_MiB": (df["peak_memory_bytes"] / 2**20).round(0),
+    }).reset_index(drop=True)

@@ -1,0 +1,98 @@
+"""The sweep: every outcome classified, rows written as they finish, resumable after kill -9."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from neuronhelpers import results
+from neuronhelpers.sweep import cpu_slots, sweep
+
+FAULTS = Path(__file__).parent / "faults"
+
+
+def test_injected_faults_become_classified_rows_and_the_sweep_finishes(tmp_path, monkeypatch):
+    faults = {"tiny/gpt2": "segfault", "tiny/gpt_neox": "hang", "tiny/falcon": "oom", "tiny/granite": "compile"}
+    monkeypatch.setenv("PYTHONPATH", str(FAULTS))
+    monkeypatch.setenv("NH_TEST_FAULTS", json.dumps(faults))
+    models = [*faults, "tiny/llama"]
+    start = time.monotonic()
+    rows = sweep(models, tmp_path, timeout=60, jobs=2, memory_limit_bytes=6 * 2**30, progress=False)
+    assert time.monotonic() - start < 240
+    got = {r["model_id"]: r for r in rows}
+    assert set(got) == set(models)
+    assert (got["tiny/gpt2"]["result"], got["tiny/gpt2"]["stage"]) == ("FAIL", "run")
+    assert "SIGSEGV" in got["tiny/gpt2"]["error"]
+    assert (got["tiny/gpt_neox"]["stage"], got["tiny/gpt_neox"]["error"]) == ("timeout", "no result within 60 s; the run was stopped")
+    assert got["tiny/falcon"]["stage"] == "oom", got["tiny/falcon"]["error"]
+    assert got["tiny/granite"]["stage"] == "compile" and "injected fault" in got["tiny/granite"]["error"]
+    assert (got["tiny/llama"]["result"], got["tiny/llama"]["verification"]) == ("PASS", "exact")
+    # every row was written to the dataset, intact
+    df = results.load_results(tmp_path).set_index("model_id")
+    assert sorted(df.index) == sorted(models)
+    assert df.loc["tiny/llama", "result"] == "PASS" and len(df.loc["tiny/llama", "tokens"]) == 32
+
+
+def _stray_processes(marker: str) -> list[int]:
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            environ = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if marker in environ and "run.py" in cmdline:
+            pids.append(int(pid))
+    return pids
+
+
+def test_kill_9_mid_sweep_then_rerun_keeps_finished_rows_and_runs_only_the_rest(tmp_path, isolated_home):
+    home = tmp_path / "home"
+    out = tmp_path / "out"
+    env = {**os.environ, "NEURONHELPERS_HOME": str(home),
+           "TORCHINDUCTOR_CACHE_DIR": str(isolated_home / "compile-cache" / "cpu")}  # reuse the warm cache
+    models = ["tiny/llama", "tiny/qwen2", "tiny/smollm3"]
+    cmd = [sys.executable, "-m", "neuronhelpers", "sweep", *models, "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (out / "data").is_dir() and len(results.load_results(out)) >= 1:
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "the sweep finished before it could be killed"
+    first = results.load_results(out)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(1)
+    assert _stray_processes(str(home)) == [], "a run outlived the killed sweep"
+    assert 1 <= len(first) < len(models)
+
+    rerun = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    final = results.load_results(out)
+    assert sorted(final.model_id) == sorted(models)  # none missing, none duplicated
+    kept = final.set_index("model_id").loc[list(first.model_id), "timestamp"]
+    assert list(kept) == list(first.set_index("model_id")["timestamp"])  # finished rows were not rerun
+    assert f"sweeping {len(models)} models" in rerun.stdout
+    assert f"{len(models) - len(first)} run now" in rerun.stdout
+
+
+def test_cpu_slots_are_disjoint():
+    slots = cpu_slots(2) if len(os.sched_getaffinity(0)) >= 2 else [set()]
+    if len(slots) == 2:
+        assert not (slots[0] & slots[1]) and slots[0] and slots[1]
+    assert cpu_slots(1) == [None]
+
+
+def test_too_many_jobs_is_a_clear_error():
+    from neuronhelpers.errors import UserError
+
+    with pytest.raises(UserError, match="--jobs 999 is more than"):
+        cpu_slots(999)
