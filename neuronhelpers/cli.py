@@ -19,7 +19,7 @@ def cmd_run(args) -> int:
     from .harness import run_model, summary_line
 
     row = run_model(args.model, backend=args.backend, dtype=args.dtype, timeout=args.timeout,
-                    trust_remote_code=args.trust_remote_code)
+                    trust_remote_code=args.trust_remote_code, cores=args.cores, judge_model=args.judge_model)
     if args.json:
         print(json.dumps(row, default=_json_default))
     else:
@@ -79,17 +79,35 @@ def cmd_demo(args) -> int:
     return code
 
 
+def cmd_plan(args) -> int:
+    from .backends import get_backend
+    from .models import resolve_model
+    from .plan import plan_model
+
+    ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code)
+    backend = get_backend(args.backend)
+    print(f"{ref.model_id} on {backend.name}:")
+    print(plan_model(ref, backend, dtype=args.dtype, forced=args.cores).describe())
+    return 0
+
+
 def cmd_render(args) -> int:
     from .backends import get_backend
     from .models import resolve_model
     from .recipe import recipe_params, render_requirements, render_run_py
 
+    from .plan import plan_model
+
     ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code)
     backend = get_backend(args.backend)
     if args.requirements:
         print(render_requirements(backend, ref.task), end="")
-    else:
-        print(render_run_py(recipe_params(ref, backend, dtype=args.dtype, trust_remote_code=args.trust_remote_code)), end="")
+        return 0
+    plan = plan_model(ref, backend, dtype=args.dtype, forced=args.cores)
+    if plan.excluded:
+        raise UserError(f"{ref.model_id} is not run: {plan.excluded}")
+    print(render_run_py(recipe_params(ref, backend, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
+                                      cores=plan.cores, parallelism=plan.parallelism)), end="")
     return 0
 
 
@@ -119,7 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
     model_args(p)
     p.add_argument("--json", action="store_true", help="print the whole row as JSON")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds before the run is stopped (default 900)")
+    p.add_argument("--cores", type=int, default=None, help="force a core count (1, 2, 4, 8, 16); default: the planner's")
+    p.add_argument("--judge-model", default=None, help="local causal LM folder for judging sharded runs without a CPU reference")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("plan", help="print the planner's decision for a model: cores, TP/EP, and why")
+    model_args(p)
+    p.add_argument("--cores", type=int, default=None)
+    p.set_defaults(func=cmd_plan)
 
     def sweep_args(p):
         p.add_argument("--out", default="results", help="dataset folder (default ./results)")
@@ -150,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("render", help="print the run.py (or --requirements) for a model")
     model_args(p)
     p.add_argument("--requirements", action="store_true", help="print requirements.txt instead")
+    p.add_argument("--cores", type=int, default=None, help="force a core count")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("twins", help="list the tiny twins (--build builds them)")

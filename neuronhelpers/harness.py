@@ -9,10 +9,12 @@ from pathlib import Path
 from . import recipe, results, versions
 from .backends import Backend, get_backend
 from .cache import cache_env, neuronhelpers_home
+from .judge import make_judge
 from .models import ModelRef, resolve_model
+from .plan import host_reference_budget, plan_model
 from .runner import ProcessOutcome, execute
 from .verify import compare_tokens
-from .vocab import FAIL
+from .vocab import EXCLUDED, FAIL, PASS
 
 DEFAULT_TIMEOUT_S = 900.0
 REFERENCE_TIMEOUT_S = 600.0
@@ -29,15 +31,24 @@ def run_dir(model_id: str) -> Path:
 def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dtype: str | None = None,
               timeout: float = DEFAULT_TIMEOUT_S, trust_remote_code: bool = False, workdir: str | Path | None = None,
               reference_model: str | ModelRef | None = None, env: dict | None = None,
-              memory_limit_bytes: int | None = None, cpus: set[int] | None = None) -> dict:
+              memory_limit_bytes: int | None = None, cpus: set[int] | None = None, cores: int | None = None,
+              judge_model: str | None = None) -> dict:
     """Run one model under the recipe and return its verified result row.
 
-    ``reference_model`` lets a test compare against another checkpoint (e.g. an unperturbed twin);
-    by default the reference is the same checkpoint.
+    The planner picks the core count unless ``cores`` forces one. ``reference_model`` lets a test
+    compare against another checkpoint (e.g. an unperturbed twin); by default the reference is the
+    same checkpoint. A sharded model too large for a CPU reference is checked by a judge
+    (``judge_model``: a local causal LM; else the lexical judge).
     """
     ref = model if isinstance(model, ModelRef) else resolve_model(model, trust_remote_code=trust_remote_code)
     be = backend if isinstance(backend, Backend) else get_backend(backend)
-    params = recipe.recipe_params(ref, be, dtype=dtype, trust_remote_code=trust_remote_code)
+    plan = plan_model(ref, be, dtype=dtype, forced=cores)
+    params = recipe.recipe_params(ref, be, dtype=dtype, trust_remote_code=trust_remote_code,
+                                  cores=plan.cores or 1, parallelism=plan.parallelism)
+    if plan.excluded:
+        row = _base_row(ref, be, params, None, None)
+        row.update(result=EXCLUDED, error=plan.excluded, neuron_cores=None, parallelism=None)
+        return row
     run_py = recipe.render_run_py(params)
     folder = Path(workdir) if workdir else run_dir(ref.model_id)
     folder.mkdir(parents=True, exist_ok=True)
@@ -51,7 +62,7 @@ def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dt
                      cpus=cpus)
     _save_logs(folder, "device", device)
     row = _base_row(ref, be, params, run_py, requirements)
-    row["wall_s"] = device.wall_s
+    row.update(neuron_cores=plan.cores, parallelism=plan.parallelism, wall_s=device.wall_s)
     payload = device.payload or {}
     timings = payload.get("timings") or {}
     for key in ("load_s", "compile_s", "generate_s", "ttft_s", "decode_tokens_per_s"):
@@ -65,8 +76,16 @@ def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dt
         tokens=payload["tokens"],
         text=payload.get("text"),
         peak_memory_bytes=payload.get("peak_memory_bytes"),
-        peak_memory_per_rank=[payload["peak_memory_bytes"]] if payload.get("peak_memory_bytes") is not None else None,
+        peak_memory_per_rank=payload.get("peak_memory_per_rank") or (
+            [payload["peak_memory_bytes"]] if payload.get("peak_memory_bytes") is not None else None),
     )
+    # The reference holds the same weights in the same dtype on the host: affordable or not.
+    if plan.cores > 1 and plan.weight_bytes > host_reference_budget():
+        judgement = make_judge(judge_model).judge(payload.get("text") or "")
+        row.update(result=PASS if judgement.ok else FAIL, verification=judgement.verification if judgement.ok else None,
+                   stage=None if judgement.ok else "mismatch",
+                   error=None if judgement.ok else f"the judge rejected the text: {judgement.reason}")
+        return row
     reference_script = script
     if reference_model is not None:
         other = reference_model if isinstance(reference_model, ModelRef) else resolve_model(reference_model)
@@ -87,7 +106,7 @@ def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dt
     return row
 
 
-def _base_row(ref: ModelRef, be: Backend, params: dict, run_py: str, requirements: str) -> dict:
+def _base_row(ref: ModelRef, be: Backend, params: dict, run_py: str | None, requirements: str | None) -> dict:
     compiler, compiler_version = versions.compiler_for(be)
     core = versions.core_versions()
     return results.new_row(
@@ -155,6 +174,8 @@ def summary_line(row: dict) -> str:
     if row.get("stage"):
         parts.append(f"at {row['stage']}")
     parts.append(f"cores={row.get('neuron_cores')}")
+    if row.get("parallelism") not in (None, "none"):
+        parts.append(f"({row['parallelism']})")
     if row.get("wall_s") is not None:
         parts.append(f"wall={row['wall_s']:.1f}s")
     if row.get("compile_s") is not None:

@@ -163,6 +163,13 @@ def splits(config, cores: int) -> tuple[str | None, str]:
     return None, f"no tensor-parallel plan in transformers for '{text.model_type}' and no experts: cannot be split"
 
 
+def _count(n: int) -> str:
+    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(n)
+
+
 def plan_cores(config, parameters: int, *, dtype: str, core_memory: int, forced: int | None = None,
                source: str = "given") -> Plan:
     """Decide the core count and parallelism for a model of ``parameters`` parameters in ``dtype``."""
@@ -170,7 +177,7 @@ def plan_cores(config, parameters: int, *, dtype: str, core_memory: int, forced:
     usable = int(core_memory * (1 - HEADROOM))
     needed = max(1, math.ceil(weight_bytes / usable))
     plan = Plan(None, "none", weight_bytes, source, core_memory)
-    plan.reasons.append(f"weights: {parameters / 1e9:.3g}B parameters x {DTYPE_BYTES[dtype]} bytes ({dtype}) = "
+    plan.reasons.append(f"weights: {_count(parameters)} parameters x {DTYPE_BYTES[dtype]} bytes ({dtype}) = "
                         f"{weight_bytes / GiB:.2f} GiB ({source})")
     plan.reasons.append(f"per core: {core_memory / GiB:.0f} GiB, of which {usable / GiB:.1f} GiB for weights "
                         f"({HEADROOM:.0%} kept for KV cache and activations) -> at least {needed} core(s)")

@@ -19,7 +19,8 @@ def _model_id():
 
 
 _faults = json.loads(os.environ.get("NH_TEST_FAULTS", "{}"))
-_fault = _faults.get(_model_id()) if _faults and "--reference" not in sys.argv else None
+# "*" applies to every process, including a sharded run's ranks (whose argv names no run.py).
+_fault = (_faults.get(_model_id()) or _faults.get("*")) if _faults and "--reference" not in sys.argv else None
 
 if _fault == "segfault":
     import ctypes
@@ -38,6 +39,17 @@ elif _fault == "oom":
             hoard.append(torch.ones(256 * 2**20, dtype=torch.uint8))
 
     torch.nn.Module.to = _hungry_to
+elif _fault == "rank1_raises":
+    import torch.distributed as _dist
+
+    _real_init = _dist.init_process_group
+
+    def _init_then_fail_on_rank_1(*args, **kwargs):
+        _real_init(*args, **kwargs)
+        if _dist.get_rank() == 1:  # rank 0 goes on and waits for rank 1 in its first collective
+            raise RuntimeError("injected fault: rank 1 failed after joining the process group")
+
+    _dist.init_process_group = _init_then_fail_on_rank_1
 elif _fault == "compile":
     import torch._inductor.compile_fx as _compile_fx
 
