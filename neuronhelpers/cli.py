@@ -91,6 +91,51 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_diff(args) -> int:
+    from .diff import diff_results, load_side
+
+    changes = diff_results(load_side(args.old), load_side(args.new), time_threshold=args.time_threshold,
+                           memory_threshold=args.memory_threshold)
+    if changes.empty:
+        print("no changes")
+        return 0
+    counts = changes.change.astype(str).value_counts()
+    print(", ".join(f"{counts[c]} {c}" for c in changes.change.cat.categories if c in counts))
+    with __import__("pandas").option_context("display.max_colwidth", 80, "display.width", 200):
+        print(changes.dropna(axis=1, how="all").to_string(index=False))
+    return 0
+
+
+def cmd_publish(args) -> int:
+    from .publish import publish
+
+    print(publish(args.folder, args.repo, dry_run=args.dry_run).describe(args.dry_run))
+    return 0
+
+
+def cmd_contribute(args) -> int:
+    from .publish import contribute
+
+    print(contribute(args.rows, args.repo, dry_run=args.dry_run).describe(args.dry_run))
+    return 0
+
+
+def cmd_check(args) -> int:
+    from .diff import check_expected, expected_frame, read_expected
+    from .results import load_results
+
+    actual = load_results(args.results)
+    if args.write:
+        expected_frame(actual).to_csv(args.expected, index=False)
+        print(f"wrote {args.expected} ({len(actual)} models)")
+        return 0
+    problems = check_expected(read_expected(args.expected), actual)
+    for line in problems:
+        print(f"REGRESSION {line}")
+    print(f"{len(problems)} regression(s) against {args.expected}")
+    return 1 if problems else 0
+
+
 def cmd_render(args) -> int:
     from .backends import get_backend
     from .models import resolve_model
@@ -167,6 +212,31 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="sweep the Selected list's twins into ./results and print a summary")
     sweep_args(p)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("diff", help="compare two version pairs (files) or two dataset folders")
+    p.add_argument("old")
+    p.add_argument("new")
+    p.add_argument("--time-threshold", type=float, default=0.25, help="relative wall-time change to report")
+    p.add_argument("--memory-threshold", type=float, default=0.10, help="relative peak-memory change to report")
+    p.set_defaults(func=cmd_diff)
+
+    p = sub.add_parser("publish", help="push a dataset folder and its card to a Hub dataset repo (one commit)")
+    p.add_argument("folder")
+    p.add_argument("--repo", required=True, help="namespace/name of the Hub dataset repo")
+    p.add_argument("--dry-run", action="store_true", help="list what would change; upload nothing")
+    p.set_defaults(func=cmd_publish)
+
+    p = sub.add_parser("contribute", help="offer rows you ran to a Hub dataset as a pull request")
+    p.add_argument("rows", help="a JSON row (run --json), JSON lines, or a dataset folder")
+    p.add_argument("--repo", required=True)
+    p.add_argument("--dry-run", action="store_true")
+    p.set_defaults(func=cmd_contribute)
+
+    p = sub.add_parser("check", help="fail when a model expected to PASS no longer does")
+    p.add_argument("results", help="dataset folder")
+    p.add_argument("--expected", required=True, help="CSV with model_id,result")
+    p.add_argument("--write", action="store_true", help="write the expected file from these results instead")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("card", help="write the dataset card (README.md) into a dataset folder")
     p.add_argument("folder")

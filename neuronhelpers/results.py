@@ -187,6 +187,23 @@ def _list_parquet(path: str):
     return None, files
 
 
+def load_results_file(name, *, filesystem=None, validate: bool = True) -> pa.Table:
+    """One results Parquet file, conformed to the current schema; raises when it is corrupt, foreign or off-vocabulary."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(name, filesystem=filesystem) if filesystem else pq.read_table(name)
+    missing = [c for c in SEED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise ValueError(f"not a neuronhelpers results file (no {', '.join(missing)} column)")
+    table = conform(table)
+    if validate:
+        for row in table.select(["model_id", "result", "stage", "verification"]).to_pylist():
+            vocab.check_value("result", row["result"])
+            vocab.check_value("stage", row["stage"])
+            vocab.check_value("verification", row["verification"])
+    return table
+
+
 def load_results(path, *, validate: bool = True):
     """Read a results dataset (local folder or hf://datasets/...) into one DataFrame.
 
@@ -197,8 +214,6 @@ def load_results(path, *, validate: bool = True):
     import os
     import warnings
 
-    import pyarrow.parquet as pq
-
     path = str(path)
     if not path.startswith("hf://") and not os.path.isdir(path):
         from .errors import UserError
@@ -208,17 +223,7 @@ def load_results(path, *, validate: bool = True):
     tables, skipped = [], []
     for name in files:
         try:
-            table = pq.read_table(name, filesystem=fs) if fs else pq.read_table(name)
-            missing = [c for c in SEED_COLUMNS if c not in table.column_names]
-            if missing:
-                raise ValueError(f"not a neuronhelpers results file (no {', '.join(missing)} column)")
-            table = conform(table)
-            if validate:
-                for row in table.select(["model_id", "result", "stage", "verification"]).to_pylist():
-                    vocab.check_value("result", row["result"])
-                    vocab.check_value("stage", row["stage"])
-                    vocab.check_value("verification", row["verification"])
-            tables.append(table)
+            tables.append(load_results_file(name, filesystem=fs, validate=validate))
         except Exception as exc:  # noqa: BLE001 - one bad file must not hide the rest
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             skipped.append((name, reason))

@@ -1,0 +1,105 @@
+"""Version-to-version comparison and the expected-results gate.
+
+``diff_results(old, new)`` compares two sets of rows (two version pairs of one dataset, or two
+dataset folders) model by model: regressed (PASS -> not PASS, with the new error), improved, newly
+tested, dropped, and wall-time / peak-memory changes beyond a threshold.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import UserError
+from .vocab import PASS
+
+CHANGE_ORDER = ["regressed", "improved", "new", "dropped", "slower", "faster", "more memory", "less memory"]
+
+
+def load_side(path: str | Path) -> pd.DataFrame:
+    """Rows of one side of a diff: a dataset folder holding one version pair, or one version-pair Parquet file."""
+    import pyarrow.parquet as pq
+
+    from .results import conform, load_results
+
+    path = str(path)
+    if path.endswith(".parquet"):
+        if not os.path.isfile(path):
+            raise UserError(f"no such results file '{path}'")
+        return conform(pq.read_table(path)).to_pandas()
+    df = load_results(path)
+    pairs = sorted(set(Path(f).name for f in df.attrs.get("files", [])))
+    if len(pairs) > 1:
+        raise UserError(f"'{path}' holds {len(pairs)} version pairs ({', '.join(pairs)}): "
+                        f"name one file each, e.g. {path}/data/{pairs[0]}")
+    return df
+
+
+def _latest(df: pd.DataFrame) -> pd.DataFrame:
+    return df.sort_values("timestamp").drop_duplicates("model_id", keep="last").set_index("model_id")
+
+
+def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float = 0.25,
+                 memory_threshold: float = 0.10) -> pd.DataFrame:
+    """One row per model that changed, with the kind of change; thresholds are relative (0.25 = 25%)."""
+    a, b = _latest(old), _latest(new)
+    out = []
+    for model in sorted(set(a.index) | set(b.index)):
+        if model not in b.index:
+            out.append({"model_id": model, "change": "dropped", "old_result": a.at[model, "result"]})
+            continue
+        if model not in a.index:
+            out.append({"model_id": model, "change": "new", "new_result": b.at[model, "result"],
+                        "new_error": b.at[model, "error"]})
+            continue
+        ra, rb = a.loc[model], b.loc[model]
+        base = {"model_id": model, "old_result": ra["result"], "new_result": rb["result"]}
+        if ra["result"] == PASS and rb["result"] != PASS:
+            out.append({**base, "change": "regressed", "new_stage": rb["stage"], "new_error": rb["error"]})
+            continue
+        if ra["result"] != PASS and rb["result"] == PASS:
+            out.append({**base, "change": "improved"})
+            continue
+        for column, threshold, up, down in (("wall_s", time_threshold, "slower", "faster"),
+                                            ("peak_memory_bytes", memory_threshold, "more memory", "less memory")):
+            before, after = ra[column], rb[column]
+            if pd.notna(before) and pd.notna(after) and before > 0:
+                ratio = after / before - 1
+                if abs(ratio) > threshold:
+                    out.append({**base, "change": up if ratio > 0 else down, "column": column,
+                                "old_value": float(before), "new_value": float(after), "relative": round(ratio, 3)})
+    columns = ["model_id", "change", "old_result", "new_result", "new_stage", "new_error", "column", "old_value",
+               "new_value", "relative"]
+    frame = pd.DataFrame(out, columns=columns)
+    frame["change"] = pd.Categorical(frame["change"], categories=CHANGE_ORDER, ordered=True)
+    return frame.sort_values(["change", "model_id"]).reset_index(drop=True)
+
+
+def read_expected(path: str | Path) -> pd.DataFrame:
+    """The expected-results file: CSV with columns model_id,result (like PyTorch's expected CSVs)."""
+    try:
+        expected = pd.read_csv(path, comment="#")
+    except FileNotFoundError:
+        raise UserError(f"no expected-results file '{path}': write one with `neuronhelpers check --write`") from None
+    if not {"model_id", "result"} <= set(expected.columns):
+        raise UserError(f"'{path}' is not an expected-results file: it needs model_id and result columns")
+    return expected
+
+
+def check_expected(expected: pd.DataFrame, actual: pd.DataFrame) -> list[str]:
+    """Problems: each model expected to PASS that now does not (or is missing), named with its new error."""
+    latest = _latest(actual)
+    problems = []
+    for model in expected.loc[expected.result == PASS, "model_id"]:
+        if model not in latest.index:
+            problems.append(f"{model}: expected PASS, not in the results")
+        elif latest.at[model, "result"] != PASS:
+            row = latest.loc[model]
+            problems.append(f"{model}: expected PASS, got {row['result']} at {row['stage']}: {row['error']}")
+    return problems
+
+
+def expected_frame(actual: pd.DataFrame) -> pd.DataFrame:
+    return _latest(actual).reset_index()[["model_id", "result"]].sort_values("model_id")
