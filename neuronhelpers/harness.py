@@ -47,7 +47,7 @@ def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dt
                                   cores=plan.cores or 1, parallelism=plan.parallelism)
     if plan.excluded:
         row = _base_row(ref, be, params, None, None)
-        row.update(result=EXCLUDED, error=plan.excluded, neuron_cores=None, parallelism=None)
+        row.update(result=EXCLUDED, error=plan.excluded, neuron_cores=None, parallelism=None, parameters=plan.parameters)
         return row
     run_py = recipe.render_run_py(params)
     folder = Path(workdir) if workdir else run_dir(ref.model_id)
@@ -62,7 +62,7 @@ def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dt
                      cpus=cpus)
     _save_logs(folder, "device", device)
     row = _base_row(ref, be, params, run_py, requirements)
-    row.update(neuron_cores=plan.cores, parallelism=plan.parallelism, wall_s=device.wall_s)
+    row.update(neuron_cores=plan.cores, parallelism=plan.parallelism, wall_s=device.wall_s, parameters=plan.parameters)
     payload = device.payload or {}
     timings = payload.get("timings") or {}
     for key in ("load_s", "compile_s", "generate_s", "ttft_s", "decode_tokens_per_s"):

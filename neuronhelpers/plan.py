@@ -36,6 +36,7 @@ class Plan:
     parallelism: str  # none, tp, ep, tp+ep
     weight_bytes: int
     weight_source: str
+    parameters: int
     core_bytes: int
     reasons: list[str] = field(default_factory=list)
     excluded: str | None = None
@@ -176,7 +177,7 @@ def plan_cores(config, parameters: int, *, dtype: str, core_memory: int, forced:
     weight_bytes = parameters * DTYPE_BYTES[dtype]
     usable = int(core_memory * (1 - HEADROOM))
     needed = max(1, math.ceil(weight_bytes / usable))
-    plan = Plan(None, "none", weight_bytes, source, core_memory)
+    plan = Plan(None, "none", weight_bytes, source, parameters, core_memory)
     plan.reasons.append(f"weights: {_count(parameters)} parameters x {DTYPE_BYTES[dtype]} bytes ({dtype}) = "
                         f"{weight_bytes / GiB:.2f} GiB ({source})")
     plan.reasons.append(f"per core: {core_memory / GiB:.0f} GiB, of which {usable / GiB:.1f} GiB for weights "

@@ -20,6 +20,7 @@ COLUMNS = [
     ("stage", pa.string(), "where a FAIL happened (see Stages); null on PASS"),
     ("error", pa.string(), "last meaningful line of the error, or the exclusion reason"),
     ("traceback", pa.string(), "the full error output of the failed process"),
+    ("parameters", pa.int64(), "parameter count (safetensors headers, Hub metadata, or estimated from the config)"),
     ("neuron_cores", pa.int32(), "cores (ranks) the model was sharded over"),
     ("parallelism", pa.string(), "none, tp, ep or tp+ep"),
     ("backend", pa.string(), "neuron, cuda or cpu"),
