@@ -1,12 +1,13 @@
-# make demo   set up .venv and run the main job on the built-in default
-# make test   set up .venv and run the whole test suite
+# make demo   set up .venv and run the main job: sweep the Selected list's twins into ./results
+# make test   set up .venv and run the whole test suite (notebooks and the browser test included)
+# make lab    open the notebooks in JupyterLab
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test clean
+.PHONY: install demo test lab bench clean
 
-$(STAMP): pyproject.toml scripts/setup_env.sh
+$(STAMP): pyproject.toml constraints.txt scripts/setup_env.sh
 	bash scripts/setup_env.sh $(VENV)
 	touch $(STAMP)
 
@@ -16,7 +17,16 @@ demo: install
 	$(PY) -m neuronhelpers demo
 
 test: install
+	bash scripts/install_browser.sh
 	$(PY) -m pytest
 
+lab: install
+	$(PY) -m pip install --quiet -e ".[lab]" -c constraints.txt
+	$(VENV)/bin/jupyter lab notebooks/
+
+bench: install
+	$(PY) bench/bench_dataset.py
+	$(PY) bench/bench_explorer.py
+
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) results .pytest_cache test-artifacts

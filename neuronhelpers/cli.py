@@ -136,6 +136,27 @@ def cmd_check(args) -> int:
     return 1 if problems else 0
 
 
+def cmd_app(args) -> int:
+    """Serve the explorer as a web page with Voila on localhost."""
+    import os
+    import shutil
+    import subprocess
+    from importlib import resources
+
+    from .results import load_results
+
+    load_results(args.results)  # a clear error now rather than a broken page later
+    voila = shutil.which("voila", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    if voila is None:
+        raise UserError("voila is not installed: pip install voila (it is part of `make install`)")
+    notebook = str(resources.files("neuronhelpers.app").joinpath("explorer.ipynb"))
+    env = {**os.environ, "NEURONHELPERS_RESULTS": os.path.abspath(args.results)}
+    print(f"serving the explorer on http://127.0.0.1:{args.port}/ (Ctrl-C to stop)", flush=True)
+    cmd = [voila, notebook, f"--port={args.port}", "--no-browser", "--Voila.ip=127.0.0.1",
+           "--show_tracebacks=False", "--theme=light"]
+    return subprocess.call(cmd, env=env)
+
+
 def cmd_render(args) -> int:
     from .backends import get_backend
     from .models import resolve_model
@@ -237,6 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expected", required=True, help="CSV with model_id,result")
     p.add_argument("--write", action="store_true", help="write the expected file from these results instead")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("app", help="serve the explorer as a web page (Voila) on localhost")
+    p.add_argument("--results", default="results", help="dataset folder (default ./results)")
+    p.add_argument("--port", type=int, default=8866)
+    p.set_defaults(func=cmd_app)
 
     p = sub.add_parser("card", help="write the dataset card (README.md) into a dataset folder")
     p.add_argument("folder")

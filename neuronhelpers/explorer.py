@@ -108,6 +108,11 @@ def view_table(view: str, df: pd.DataFrame, rankings: pd.DataFrame | None = None
     return table[keep].reset_index(drop=True)
 
 
+def _text(value) -> str:
+    """A dataset cell as text: missing values (None, NaN, NA) become the empty string."""
+    return "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+
+
 def model_detail(df: pd.DataFrame, model_id: str, *, compiler_version: str | None = None,
                  library_version: str | None = None) -> dict | None:
     """Everything the detail pane shows for one model (None when the dataset has no row for it)."""
@@ -123,12 +128,12 @@ def model_detail(df: pd.DataFrame, model_id: str, *, compiler_version: str | Non
         "history": hist.drop_duplicates(["compiler_version", "library_version"], keep="last").reset_index(drop=True),
         "sdk": {k: row.get(k) for k in ("backend", "compiler", "compiler_version", "neuronx_cc", "torch", "torch_neuronx",
                                         "library", "library_version")},
-        "requirements": row.get("requirements") or "",
-        "run_py": row.get("run_py") or "",
-        "packages": row.get("packages") or "",
+        "requirements": _text(row.get("requirements")),
+        "run_py": _text(row.get("run_py")),
+        "packages": _text(row.get("packages")),
         "sync_command": sync_command(row.get("compiler") or "neuronx-cc", row.get("compiler_version")),
-        "error": row.get("error") if row.get("result") != "PASS" else None,
-        "traceback": row.get("traceback") if row.get("result") != "PASS" else None,
+        "error": _text(row.get("error")) if row.get("result") != "PASS" else "",
+        "traceback": _text(row.get("traceback")) if row.get("result") != "PASS" else "",
     }
 
 

@@ -24,5 +24,6 @@ if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
   # TORCH_INDEX_URL (e.g. https://download.pytorch.org/whl/cpu) where the CPU wheel is not the default.
   "${PIP[@]}" install --quiet "$TORCH_SPEC" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
 fi
-"${PIP[@]}" install --quiet -e ".[test]"
+CONSTRAINTS=${NEURONHELPERS_CONSTRAINTS-constraints.txt}
+"${PIP[@]}" install --quiet -e ".[test]" ${CONSTRAINTS:+-c "$CONSTRAINTS"}
 echo "setup: ready ($("$VENV/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'))"

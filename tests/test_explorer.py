@@ -122,6 +122,13 @@ def test_dataset_strings_are_escaped_in_every_html_the_widget_renders(tmp_path):
     assert "&lt;script&gt;" in ui.table_html.value and "&lt;img" in ui.detail_html.value
 
 
+def test_detail_of_a_row_with_missing_texts_renders(tmp_path):
+    results.append_rows(tmp_path, [row("tiny/gemma2", "FAIL", twin_of="gemma2", requirements=None, run_py=None)])
+    detail = explorer.model_detail(results.load_results(tmp_path), "tiny/gemma2")
+    html_text = render_detail_html(detail)
+    assert "none recorded" in html_text and "BackendCompilerFailed: x" in html_text
+
+
 def test_detail_of_an_untested_model_says_so():
     assert "not tested yet" in render_detail_html(None, "someone/model")
 

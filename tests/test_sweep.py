@@ -52,11 +52,18 @@ def _stray_processes(marker: str) -> list[int]:
     return pids
 
 
+def warm_cache():
+    from neuronhelpers.backends import get_backend
+    from neuronhelpers.cache import cache_dir
+
+    return cache_dir(get_backend("cpu"))
+
+
 def test_kill_9_mid_sweep_then_rerun_keeps_finished_rows_and_runs_only_the_rest(tmp_path, isolated_home):
     home = tmp_path / "home"
     out = tmp_path / "out"
     env = {**os.environ, "NEURONHELPERS_HOME": str(home),
-           "TORCHINDUCTOR_CACHE_DIR": str(isolated_home / "compile-cache" / "cpu")}  # reuse the warm cache
+           "TORCHINDUCTOR_CACHE_DIR": str(warm_cache())}  # reuse the warm cache
     models = ["tiny/llama", "tiny/qwen2", "tiny/smollm3"]
     cmd = [sys.executable, "-m", "neuronhelpers", "sweep", *models, "--out", str(out), "--no-progress"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
