@@ -52,3 +52,101 @@ def sync_command(compiler: str, compiler_version: str | None, *, bucket: str = D
     else:
         target = "${TORCHINDUCTOR_CACHE_DIR:-~/.cache/neuronhelpers/compile-cache/cpu/" + key + "}"
     return f"hf buckets sync hf://buckets/{bucket}/{key} {target}"
+
+
+# ------------------------------------------------------------------------------------------------
+# Sync and publish: a cache travels as <root>/<compiler>-<version>/ with a manifest, through fsspec
+# (a local folder, or hf://buckets/<namespace>/<name> through huggingface_hub's HfFileSystem).
+# ------------------------------------------------------------------------------------------------
+
+MANIFEST = "neuronhelpers-cache.json"
+
+
+def _fs(url: str):
+    import fsspec
+
+    if "://" not in url:
+        url = os.path.abspath(url)
+    return fsspec.core.url_to_fs(url)
+
+
+def current_key(backend: Backend) -> str:
+    from .versions import compiler_for
+
+    return cache_key(*compiler_for(backend))
+
+
+def manifest_for(backend: Backend, files: int) -> dict:
+    import datetime as dt
+
+    from .versions import compiler_for, distribution_version
+
+    compiler, version = compiler_for(backend)
+    return {"backend": backend.name, "compiler": compiler, "compiler_version": version,
+            "torch": distribution_version("torch"), "key": cache_key(compiler, version), "files": files,
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+def publish_cache(dest: str, backend: Backend) -> tuple[str, int]:
+    """Upload the local cache of the current compiler version to ``dest``/<compiler>-<version>/."""
+    import json
+
+    from .errors import UserError
+
+    local = cache_dir(backend)
+    files = [p for p in local.rglob("*") if p.is_file()] if local.is_dir() else []
+    if not files:
+        raise UserError(f"the local compile cache {local} is empty: run a model or a sweep first, then publish")
+    fs, root = _fs(dest)
+    target = f"{root.rstrip('/')}/{current_key(backend)}"
+    fs.makedirs(target, exist_ok=True)
+    fs.put(f"{local}/", f"{target}/", recursive=True)
+    with fs.open(f"{target}/{MANIFEST}", "w") as handle:
+        handle.write(json.dumps(manifest_for(backend, len(files)), indent=1))
+    return f"{dest.rstrip('/')}/{current_key(backend)}", len(files)
+
+
+def available_caches(source: str) -> list[str]:
+    """The compiler versions a cache source holds (folders with a manifest)."""
+    fs, root = _fs(source)
+    try:
+        entries = fs.ls(root, detail=False)
+    except FileNotFoundError:
+        return []
+    return sorted(e.rstrip("/").rsplit("/", 1)[-1] for e in entries if fs.exists(f"{e.rstrip('/')}/{MANIFEST}"))
+
+
+def sync_cache(source: str, backend: Backend) -> tuple[Path, int]:
+    """Fill the local cache for the current compiler version from ``source``; refuse any other version."""
+    import json
+
+    from .errors import UserError
+
+    key = current_key(backend)
+    fs, root = _fs(source)
+    root = root.rstrip("/")
+    candidates = [root] if fs.exists(f"{root}/{MANIFEST}") else [f"{root}/{key}"]
+    folder = candidates[0]
+    if not fs.exists(f"{folder}/{MANIFEST}"):
+        others = available_caches(source)
+        if others:
+            raise UserError(f"the cache at {source} holds {', '.join(others)}; this machine compiles with {key}. "
+                            "A cache of another compiler version is never used: sync the matching one, or let the "
+                            "first runs compile (they fill the local cache)")
+        raise UserError(f"no compile cache at {source}: publish one with `neuronhelpers cache publish`")
+    with fs.open(f"{folder}/{MANIFEST}") as handle:
+        manifest = json.loads(handle.read())
+    if manifest.get("key") != key:
+        raise UserError(f"the cache at {source} was compiled by {manifest.get('key')}; this machine compiles with "
+                        f"{key}. A cache of another compiler version is never used")
+    local = cache_dir(backend)
+    local.mkdir(parents=True, exist_ok=True)
+    fs.get(f"{folder}/", f"{local}/", recursive=True)
+    (local / MANIFEST).unlink(missing_ok=True)
+    return local, sum(1 for p in local.rglob("*") if p.is_file())
+
+
+def cache_files(backend: Backend) -> set[str]:
+    """Relative paths of the files in the local cache (to tell whether a run added compiled graphs)."""
+    local = cache_dir(backend)
+    return {str(p.relative_to(local)) for p in local.rglob("*") if p.is_file()} if local.is_dir() else set()

@@ -157,6 +157,28 @@ def cmd_app(args) -> int:
     return subprocess.call(cmd, env=env)
 
 
+def cmd_cache(args) -> int:
+    from .backends import get_backend
+    from .cache import cache_dir, current_key, publish_cache, sync_cache, sync_command
+    from .versions import compiler_for
+
+    backend = get_backend(args.backend)
+    if args.action != "show" and not args.location:
+        raise UserError(f"cache {args.action} needs a location: a folder or hf://buckets/NAMESPACE/NAME")
+    if args.action == "sync":
+        folder, files = sync_cache(args.location, backend)
+        print(f"synced {current_key(backend)} from {args.location} into {folder} ({files} files)")
+    elif args.action == "publish":
+        target, files = publish_cache(args.location, backend)
+        print(f"published {files} files to {target}")
+    else:
+        folder = cache_dir(backend)
+        files = sum(1 for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+        print(f"{folder} ({files} files, {current_key(backend)})")
+        print("prebuilt cache for this compiler version:", sync_command(*compiler_for(backend)))
+    return 0
+
+
 def cmd_render(args) -> int:
     from .backends import get_backend
     from .models import resolve_model
@@ -263,6 +285,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", default="results", help="dataset folder (default ./results)")
     p.add_argument("--port", type=int, default=8866)
     p.set_defaults(func=cmd_app)
+
+    p = sub.add_parser("cache", help="the compile cache: where it is, sync it from, or publish it to, a folder or hf://buckets/...")
+    p.add_argument("action", choices=["show", "sync", "publish"])
+    p.add_argument("location", nargs="?", default=None, help="SOURCE for sync, DEST for publish")
+    p.add_argument("--backend", default="auto")
+    p.set_defaults(func=cmd_cache)
+
+    p = sub.add_parser("doctor", help="check this environment: OK / FAIL per requirement")
+    p.set_defaults(func=lambda a: __import__("neuronhelpers.check_env", fromlist=["main"]).main())
 
     p = sub.add_parser("card", help="write the dataset card (README.md) into a dataset folder")
     p.add_argument("folder")

@@ -249,13 +249,13 @@ class Explorer:
 
     def _refresh(self, _change=None):
         table = self.current_table()
-        caption = f"{self.view.value}: {len(table)} models"
-        self.table_html.value = render_table_html(table, caption)
+        # The picker is updated before the table, so a model that shows in the table can be picked at once.
         models = list(dict.fromkeys(table["model"]))
         keep = self.model.value if self.model.value in models else None
         self.model.options = [("pick a model", "")] + [(m, m) for m in models]
         self.model.value = keep or ""
         self._show_detail()
+        self.table_html.value = render_table_html(table, f"{self.view.value}: {len(table)} models")
 
     def _show_detail(self, _change=None):
         model_id = self.model.value

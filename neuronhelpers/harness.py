@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import recipe, results, versions
 from .backends import Backend, get_backend
-from .cache import cache_env, neuronhelpers_home
+from .cache import cache_env, cache_files, neuronhelpers_home
 from .judge import make_judge
 from .models import ModelRef, resolve_model
 from .plan import host_reference_budget, plan_model
@@ -58,6 +58,7 @@ def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dt
     (folder / "requirements.txt").write_text(requirements)
     run_env = {**cache_env(be), **(env or {})}
 
+    cached_before = cache_files(be)
     device = execute(str(script), timeout=timeout, env=run_env, cwd=str(folder), memory_limit_bytes=memory_limit_bytes,
                      cpus=cpus)
     _save_logs(folder, "device", device)
@@ -72,6 +73,7 @@ def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dt
         row.update(classify_failure(device, timeout))
         return row
 
+    row["cache_hit"] = cache_hit(payload.get("compile_cache"), cached_before, cache_files(be))
     row.update(
         tokens=payload["tokens"],
         text=payload.get("text"),
@@ -104,6 +106,13 @@ def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dt
     row.update(result=verdict.result, stage=verdict.stage, verification=verdict.verification, error=verdict.error,
                first_divergence=verdict.first_divergence, divergence_margin=verdict.divergence_margin)
     return row
+
+
+def cache_hit(counters: dict | None, before: set[str], after: set[str]) -> bool:
+    """Did the run find its graphs in the cache? Inductor counts hits and misses; elsewhere, no new cache files."""
+    if counters is not None and counters.get("hits", 0) + counters.get("misses", 0) > 0:
+        return counters["misses"] == 0
+    return bool(before) and not (after - before)
 
 
 def _base_row(ref: ModelRef, be: Backend, params: dict, run_py: str | None, requirements: str | None) -> dict:

@@ -219,3 +219,21 @@ def plan_model(model, backend: Backend, *, dtype: str | None = None, forced: int
     parameters, source = parameters_of(model.path, config)
     return plan_cores(config, parameters, dtype=dtype or backend.dtype, core_memory=core_bytes(backend),
                       forced=forced, source=source)
+
+
+def per_rank_layout(config, cores: int, parallelism: str) -> dict:
+    """What each rank holds when split over ``cores``: heads, key/value heads and experts per rank."""
+    text = _text(config)
+    heads = text.num_attention_heads
+    kv = getattr(text, "num_key_value_heads", None) or heads
+    experts = _experts(config)
+    tp = parallelism.startswith("tp")
+    ep = "ep" in parallelism
+    return {
+        "cores": cores,
+        "parallelism": parallelism,
+        "attention heads per rank": heads // cores if tp else heads,
+        "key/value heads per rank": kv // cores if tp else kv,
+        "experts per rank": (experts // cores if ep else experts) if experts else None,
+        "tensor-parallel plan (transformers)": dict(getattr(text, "base_model_tp_plan", None) or {}),
+    }

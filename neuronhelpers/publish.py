@@ -104,10 +104,23 @@ def _is_conflict(exc: Exception) -> bool:
     return getattr(getattr(exc, "response", None), "status_code", None) in CONFLICT_STATUS
 
 
+def check_repo_id(repo_id: str) -> None:
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+        if "/" not in repo_id:
+            raise HFValidationError("no namespace")
+    except HFValidationError:
+        raise UserError(f"'{repo_id}' is not a Hub dataset repo id: use NAMESPACE/NAME (letters, digits, '-', '_', '.')") from None
+
+
 def _commit(api, repo_id: str, files: dict[str, bytes], message: str, *, dry_run: bool, create_pr: bool,
             max_attempts: int) -> PublishPlan:
     from huggingface_hub import CommitOperationAdd
 
+    check_repo_id(repo_id)
     plan = PublishPlan(repo_id)
     for attempt in range(1, max_attempts + 1):
         plan.attempts = attempt

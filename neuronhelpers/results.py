@@ -34,6 +34,7 @@ COLUMNS = [
     ("dtype", pa.string(), "dtype of the weights and activations in the run and its reference"),
     ("load_s", pa.float64(), "seconds in from_pretrained and moving the model to the device"),
     ("compile_s", pa.float64(), "first generate call minus a warm one: the cost of compilation"),
+    ("cache_hit", pa.bool_(), "the run found its compiled graphs in the compile cache (it compiled nothing new)"),
     ("generate_s", pa.float64(), "seconds of a warm, compiled generate of 32 tokens"),
     ("wall_s", pa.float64(), "wall time of the whole run process, compilation included"),
     ("ttft_s", pa.float64(), "time to first token of the warm generate"),

@@ -156,6 +156,17 @@ class TokenClock:
         pass
 
 
+def compile_cache_counters():
+    """Inductor's FX-graph cache hits and misses in this process (None where the compiler keeps no such count)."""
+    try:
+        from torch._dynamo.utils import counters
+
+        inductor = counters["inductor"]
+        return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
+    except Exception:  # not inductor, or another torch release
+        return None
+
+
 def generation_kwargs(params, tokenizer, n):
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     # Exactly n tokens (an early end-of-sequence would shorten the comparison), greedy.
@@ -215,6 +226,7 @@ def device_run(params, rank=None):
             "prompt_tokens": prompt_len,
             "timings": timings,
             "peak_memory_bytes": peak_memory_bytes(str(device)),
+            "compile_cache": compile_cache_counters() if params["compile_backend"] == "inductor" else None,
             "torch": torch.__version__,
             "transformers": transformers.__version__,
         }

@@ -461,3 +461,39 @@ def _paligemma(tok):
 
 
 _VLM_BUILDERS = {"llava": _llava, "qwen2_vl": _qwen2_vl, "gemma3": _gemma3, "idefics3": _idefics3, "paligemma": _paligemma}
+
+
+# ----------------------------------------------------------------------------------------------
+# Deliberately broken copies of a twin, for teaching and tests: each fails in a known way.
+# ----------------------------------------------------------------------------------------------
+
+BREAKAGES = {
+    "perturbed": "one weight matrix shifted: runs, but its tokens differ from the unperturbed reference (mismatch)",
+    "bad_config": "config.json names an activation transformers does not have: from_pretrained fails (load)",
+    "no_tokenizer": "tokenizer files removed: refused before any run, with a one-line error",
+}
+
+
+def broken_twin(model_id_or_type: str, dest: str | Path, how: str) -> Path:
+    """Copy a twin to ``dest`` and break it as ``how`` says (see BREAKAGES). Returns ``dest``."""
+    if how not in BREAKAGES:
+        raise UserError(f"unknown breakage '{how}': choose one of {', '.join(BREAKAGES)}")
+    dest = Path(dest)
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(build_twin(model_id_or_type), dest)
+    if how == "perturbed":
+        from safetensors.torch import load_file, save_file
+
+        weights = load_file(dest / "model.safetensors")
+        name = next(k for k in sorted(weights) if k.endswith("mlp.down_proj.weight") and ".1." in k)
+        weights[name] = weights[name] + 0.5 * weights[name].abs().max()
+        save_file(weights, dest / "model.safetensors", metadata={"format": "pt"})
+    elif how == "bad_config":
+        config = json.loads((dest / "config.json").read_text())
+        config["hidden_act"] = "no_such_activation"
+        (dest / "config.json").write_text(json.dumps(config, indent=1))
+    else:
+        for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"):
+            (dest / name).unlink(missing_ok=True)
+    return dest

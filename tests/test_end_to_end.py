@@ -1,12 +1,10 @@
 """Compiled runs end to end: twin -> run.py -> subprocess -> verified row (CPU, inductor)."""
 
 import json
-import shutil
 import subprocess
 import sys
 
 import pytest
-from safetensors.torch import load_file, save_file
 
 from conftest import run_cli
 from neuronhelpers import twins
@@ -53,14 +51,7 @@ def test_vlm_twin_runs_end_to_end():
 
 def test_perturbed_weight_is_caught_as_mismatch(tmp_path):
     """One weight perturbed for the device run only: FAIL at stage mismatch with the divergence index."""
-    original = twins.build_twin("llama")
-    perturbed = tmp_path / "llama-perturbed"
-    shutil.copytree(original, perturbed)
-    weights = load_file(perturbed / "model.safetensors")
-    name = "model.layers.1.mlp.down_proj.weight"
-    weights[name] = weights[name] + 0.5 * weights[name].abs().max()
-    save_file(weights, perturbed / "model.safetensors", metadata={"format": "pt"})
-
+    perturbed = twins.broken_twin("llama", tmp_path / "llama-perturbed", "perturbed")
     device_model = resolve_model(str(perturbed))
     row = run_model(device_model, reference_model=resolve_model("tiny/llama"))
     assert (row["result"], row["stage"]) == ("FAIL", "mismatch")

@@ -164,3 +164,8 @@ def test_expected_results_gate_names_the_regressed_model(tmp_path):
     ok = tmp_path / "ok.csv"
     ok.write_text("model_id,result\nb/model,PASS\na/model,FAIL\n")
     assert run_cli("check", "--expected", str(ok), str(tmp_path / "r")).returncode == 0
+
+
+def test_an_invalid_repo_id_is_a_clear_error(dataset):
+    with pytest.raises(UserError, match="'<ns>/results' is not a Hub dataset repo id"):
+        publish.publish(dataset, "<ns>/results", dry_run=True, api=LocalHub())

@@ -1,0 +1,58 @@
+"""Benchmark: what a synced compile cache saves a sweep.
+
+    .venv/bin/python bench/bench_cache.py [MODEL ...]
+
+Runs the same small sweep twice into fresh result folders: first with an empty compile cache (cold),
+then on a fresh home whose empty cache was filled by `cache sync` from the first run's published cache
+(warm). Prints both wall times, where the warm time goes, and the warm/cold ratio (target <= 0.20).
+"""
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from neuronhelpers import cache, twins
+from neuronhelpers.backends import get_backend
+from neuronhelpers.sweep import sweep
+
+DEFAULT_MODELS = ["tiny/llama", "tiny/qwen3", "tiny/gpt2", "tiny/olmo2"]
+
+
+def timed_sweep(models, home: Path, out: Path):
+    os.environ["NEURONHELPERS_HOME"] = str(home)
+    for model in models:  # building twins is not compilation: keep it out of the timing
+        twins.build_twin(model)
+    start = time.perf_counter()
+    rows = sweep(models, out, progress=False)
+    return time.perf_counter() - start, rows
+
+
+def main():
+    models = sys.argv[1:] or DEFAULT_MODELS
+    backend = get_backend("auto")
+    os.environ.pop(backend.cache_env, None)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        cold_s, cold = timed_sweep(models, tmp / "home-cold", tmp / "results-cold")
+        target, files = cache.publish_cache(str(tmp / "published"), backend)
+        os.environ["NEURONHELPERS_HOME"] = str(tmp / "home-warm")
+        cache.sync_cache(str(tmp / "published"), backend)
+        warm_s, warm = timed_sweep(models, tmp / "home-warm", tmp / "results-warm")
+    print(f"{len(models)} models on {backend.name}; published cache: {files} files")
+    print(f"cold sweep: {cold_s:.1f} s   warm sweep (after cache sync): {warm_s:.1f} s")
+    for label, rows in (("cold", cold), ("warm", warm)):
+        mean = {k: statistics.mean(r[k] for r in rows if r.get(k) is not None)
+                for k in ("wall_s", "load_s", "compile_s", "generate_s")}
+        hits = sum(bool(r["cache_hit"]) for r in rows)
+        print(f"  {label}: per model run.py {mean['wall_s']:.1f} s (load {mean['load_s']:.1f}, compile "
+              f"{mean['compile_s']:.1f}, generate {mean['generate_s']:.2f}); rest of the model's time "
+              f"(interpreter, imports, reference run) {((cold_s if label == 'cold' else warm_s) / len(rows)) - mean['wall_s']:.1f} s;"
+              f" cache hits {hits}/{len(rows)}; results {sorted({r['result'] for r in rows})}")
+    print(f"warm / cold wall-time ratio: {warm_s / cold_s:.2f} (target <= 0.20)")
+
+
+if __name__ == "__main__":
+    main()
