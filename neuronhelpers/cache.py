@@ -34,9 +34,24 @@ def cache_dir(backend: Backend) -> Path:
     from .versions import compiler_for
 
     explicit = os.environ.get(backend.cache_env)
-    if explicit:
+    if explicit and os.path.abspath(explicit) != _torch_default(backend.cache_env):
         return Path(explicit)
     return neuronhelpers_home() / "compile-cache" / backend.name / cache_key(*compiler_for(backend))
+
+
+def _torch_default(variable: str) -> str | None:
+    """torch writes its own default into TORCHINDUCTOR_CACHE_DIR once inductor runs in a process: that value
+    was nobody's choice, so it must not override the versioned address."""
+    if variable != "TORCHINDUCTOR_CACHE_DIR":
+        return None
+    import getpass
+    import tempfile
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid_{os.getuid()}"
+    return os.path.join(tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user))
 
 
 def cache_env(backend: Backend) -> dict[str, str]:

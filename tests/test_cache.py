@@ -38,6 +38,15 @@ def test_the_compiler_version_is_part_of_the_address(monkeypatch):
     assert command.startswith("hf buckets sync hf://buckets/ns/cache/neuronxcc-2.21.33 ")
 
 
+def test_torchs_own_default_does_not_hide_the_versioned_address(monkeypatch):
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())  # what torch sets once inductor has run
+    assert cache.cache_dir(CPU).name == cache.current_key(CPU)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/somewhere/chosen")
+    assert str(cache.cache_dir(CPU)) == "/somewhere/chosen"
+
+
 def test_publish_then_sync_into_an_empty_cache(fresh_cache, tmp_path, monkeypatch):
     fill(fresh_cache)
     target, files = cache.publish_cache(str(tmp_path / "shared"), CPU)
