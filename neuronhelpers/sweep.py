@@ -58,6 +58,21 @@ def read_model_file(path: str) -> list[str]:
     return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
 
 
+def neuron_slots(jobs: int, total_cores: int | None = None) -> list[str | None]:
+    """Disjoint NeuronCore ranges (NEURON_RT_VISIBLE_CORES values), one per parallel job.
+
+    Each job sees its range as devices 0..n-1; a model planned for more cores than its range holds
+    fails at load with the runtime's error, so size --jobs to the largest model (16 cores / jobs).
+    """
+    if jobs <= 1:
+        return [None]
+    total = total_cores or int(os.environ.get("NEURONHELPERS_NEURON_CORES", "16"))
+    size = total // jobs
+    if size < 1:
+        raise UserError(f"--jobs {jobs} is more than the {total} NeuronCores here: use at most {total}")
+    return [f"{i * size}-{(i + 1) * size - 1}" if size > 1 else str(i) for i in range(jobs)]
+
+
 def cpu_slots(jobs: int) -> list[set[int] | None]:
     """Disjoint CPU sets, one per parallel job (None when running one at a time)."""
     if jobs <= 1:
@@ -84,7 +99,7 @@ def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None =
             results.append_rows(out, fresh)
 
     slots: queue.Queue = queue.Queue()
-    for slot in cpu_slots(jobs):
+    for slot in (neuron_slots(jobs) if be.name == "neuron" else cpu_slots(jobs)):
         slots.put(slot)
     write_lock = threading.Lock()
     rows: list[dict] = []
@@ -102,12 +117,11 @@ def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None =
             running[model] = None
             show()
         try:
-            env = None
-            if be.name == "neuron" and slot is not None:
-                env = {"NEURON_RT_VISIBLE_CORES": str(min(slot))}
+            neuron = be.name == "neuron"
+            env = {"NEURON_RT_VISIBLE_CORES": slot} if neuron and slot is not None else None
             try:
                 row = run_model(model, backend=be, timeout=timeout, memory_limit_bytes=memory_limit_bytes,
-                                cpus=slot, env=env)
+                                cpus=None if neuron else slot, env=env)
             except UserError as err:  # bad input in a list becomes a load failure, not a dead sweep
                 row = results.new_row(model_id=model, result=FAIL, stage="load", error=str(err), neuron_cores=1,
                                       backend=be.name, **dict(zip(("compiler", "compiler_version"), versions.compiler_for(be))),

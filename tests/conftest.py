@@ -37,3 +37,17 @@ def run_cli(*args, env=None, timeout=900):
         cwd=ROOT,
         env={**os.environ, **(env or {})},
     )
+
+
+def result_row(model_id, result="PASS", **overrides):
+    """A valid result row for dataset tests: CPU/inductor 2.13.0, transformers 5.23.0; PASS is exact,
+    FAIL failed at compile. Any column can be overridden."""
+    from neuronhelpers import results
+
+    values = dict(model_id=model_id, task="text-generation", result=result, neuron_cores=1, parallelism="none",
+                  backend="cpu", compiler="inductor", compiler_version="2.13.0", library="transformers",
+                  library_version="5.23.0", wall_s=12.5, peak_memory_bytes=2**30)
+    values.update({"PASS": {"verification": "exact"},
+                   "FAIL": {"stage": "compile", "error": "BackendCompilerFailed: x"}}.get(result, {}))
+    values.update(overrides)
+    return results.new_row(**values)

@@ -8,20 +8,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import result_row
 from neuronhelpers import card, results, vocab
 from neuronhelpers.errors import UserError
 
 
-def row(model_id, result="PASS", compiler_version="2.13.0", library_version="5.23.0", **extra):
-    values = dict(model_id=model_id, result=result, neuron_cores=1, backend="cpu", compiler="inductor",
-                  compiler_version=compiler_version, library="transformers", library_version=library_version,
-                  neuronx_cc=None)
-    if result == "PASS":
-        values["verification"] = "exact"
-    elif result == "FAIL":
-        values.update(stage="compile", error="boom")
-    values.update(extra)
-    return results.new_row(**values)
+def row(model_id, result="PASS", **overrides):
+    return result_row(model_id, result, **overrides)
 
 
 def test_one_file_per_version_pair_and_the_seed_query(tmp_path):

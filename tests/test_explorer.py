@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from conftest import result_row
 from neuronhelpers import explorer, hub, results
 from neuronhelpers.explorer import Explorer, render_detail_html, view_table
 
@@ -14,16 +15,10 @@ XSS_SCRIPT = "<script>alert('pwned')</script>"
 XSS_IMG = '<img src=x onerror="alert(1)">'
 
 
-def row(model_id, result="PASS", compiler_version="2.13.0", library_version="5.23.0", twin_of=None, minute=0, **extra):
-    values = dict(model_id=model_id, task=extra.pop("task", "text-generation"), result=result, neuron_cores=1,
-                  backend="cpu", compiler="inductor", compiler_version=compiler_version, library="transformers",
-                  library_version=library_version, twin_of=twin_of, model_type=twin_of, wall_s=12.5,
-                  peak_memory_bytes=2**30, run_py="print('hello')\n", requirements="torch==2.13.0\n",
+def row(model_id, result="PASS", twin_of=None, minute=0, **overrides):
+    values = dict(twin_of=twin_of, model_type=twin_of, run_py="print('hello')\n", requirements="torch==2.13.0\n",
                   timestamp=dt.datetime(2026, 11, 30, 12, minute, tzinfo=dt.timezone.utc))
-    values.update({"PASS": {"verification": "exact"}, "FAIL": {"stage": "compile", "error": "BackendCompilerFailed: x"}}
-                  .get(result, {}))
-    values.update(extra)
-    return results.new_row(**values)
+    return result_row(model_id, result, **{**values, **overrides})
 
 
 @pytest.fixture

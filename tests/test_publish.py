@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub.errors import HfHubHTTPError
 
-from conftest import run_cli
+from conftest import result_row, run_cli
 from hub_standin import LocalHub, _response
 from neuronhelpers import diff, publish, recipe, results
 from neuronhelpers.backends import get_backend
@@ -20,16 +20,11 @@ REPO = "neuronhelpers-test/results"
 SECRET = "hf_THISISNOTAREALTOKENBUTMUSTNEVERBEWRITTEN"
 
 
-def make_row(model_id="tiny/llama", result="PASS", library_version="5.23.0", wall=10.0, **extra):
+def make_row(model_id="tiny/llama", result="PASS", wall=10.0, **overrides):
+    """A row whose run_py is the recipe's own rendering for the model (as a real run stores it)."""
     ref = resolve_model(model_id) if model_id.startswith("tiny/") else None
     run_py = recipe.render_run_py(recipe.recipe_params(ref, get_backend("cpu"))) if ref else None
-    values = dict(model_id=model_id, task="text-generation", result=result, neuron_cores=1, parallelism="none",
-                  backend="cpu", compiler="inductor", compiler_version="2.13.0", library="transformers",
-                  library_version=library_version, run_py=run_py, wall_s=wall, peak_memory_bytes=500 * 2**20)
-    values.update({"PASS": {"verification": "exact"}, "FAIL": {"stage": "compile", "error": "BackendCompilerFailed: x"}}
-                  .get(result, {}))
-    values.update(extra)
-    return results.new_row(**values)
+    return result_row(model_id, result, run_py=run_py, wall_s=wall, peak_memory_bytes=500 * 2**20, **overrides)
 
 
 @pytest.fixture

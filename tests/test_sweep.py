@@ -98,6 +98,14 @@ def test_cpu_slots_are_disjoint():
     assert cpu_slots(1) == [None]
 
 
+def test_neuron_jobs_get_disjoint_core_ranges():
+    from neuronhelpers.sweep import neuron_slots
+
+    assert neuron_slots(4, total_cores=16) == ["0-3", "4-7", "8-11", "12-15"]
+    assert neuron_slots(16, total_cores=16)[:3] == ["0", "1", "2"]
+    assert neuron_slots(1) == [None]
+
+
 def test_too_many_jobs_is_a_clear_error():
     from neuronhelpers.errors import UserError
 
