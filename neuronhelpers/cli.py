@@ -44,7 +44,11 @@ def _sweep_and_summarise(models: list[str], args, include_excluded: bool) -> int
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DatasetWarning)
         df = load_results(args.out)
-    wanted = set(models) | ({r["model_id"] for r in rows})
+    from .sweep import excluded_rows
+
+    wanted = set(models) | {r["model_id"] for r in rows}
+    if include_excluded:
+        wanted |= {r["model_id"] for r in excluded_rows(backend)}
     shown = df[df.model_id.isin(wanted) & (df.backend == backend.name)].sort_values("model_id")
     print(summary_frame(shown).to_string(index=False))
     counts = shown.result.value_counts().to_dict()

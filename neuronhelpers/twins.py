@@ -80,7 +80,8 @@ class TwinSpec:
 # The list is data: a text architecture that shrinks generically is one line here.
 TEXT_TWINS = [
     TwinSpec("llama"),
-    TwinSpec("mistral"),
+    # Mistral-7B-v0.3 and later disable the sliding window that MistralConfig still defaults to (v0.1's 4096).
+    TwinSpec("mistral", overrides={"sliding_window": None}),
     TwinSpec("qwen2"),
     TwinSpec("qwen3"),
     TwinSpec("gemma2"),
@@ -290,11 +291,21 @@ def _vision_config(config) -> None:
 
 
 def _write_twin(spec: TwinSpec, folder: Path) -> None:
-    import torch
-
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    # Default configs warn about their own placeholder token ids (replaced below): keep the build quiet.
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        _write_twin_files(spec, folder)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
+def _write_twin_files(spec: TwinSpec, folder: Path) -> None:
+    import torch
+
     tok = _build_tokenizer(spec.model_type)
     if spec.task == TEXT_GENERATION:
         from transformers import AutoModelForCausalLM
