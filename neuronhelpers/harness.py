@@ -12,6 +12,7 @@ from .cache import cache_env, cache_files, neuronhelpers_home
 from .judge import make_judge
 from .models import ModelRef, resolve_model
 from .plan import host_reference_budget, plan_model
+from .reference import cached_reference, reference_key, store_reference
 from .runner import ProcessOutcome, execute
 from .verify import compare_tokens
 from .vocab import EXCLUDED, FAIL, PASS
@@ -88,21 +89,29 @@ def run_model(model: str | ModelRef, *, backend: str | Backend | None = None, dt
                    stage=None if judgement.ok else "mismatch",
                    error=None if judgement.ok else f"the judge rejected the text: {judgement.reason}")
         return row
+    reference_params = params
     reference_script = script
     if reference_model is not None:
         other = reference_model if isinstance(reference_model, ModelRef) else resolve_model(reference_model)
+        reference_params = recipe.recipe_params(other, be, dtype=dtype)
         reference_script = folder / "reference_run.py"
-        reference_script.write_text(recipe.render_run_py(recipe.recipe_params(other, be, dtype=dtype)))
-    reference = execute(str(reference_script), ["--reference"], timeout=REFERENCE_TIMEOUT_S, env=run_env, cwd=str(folder),
-                        cpus=cpus)
-    _save_logs(folder, "reference", reference)
-    if not (reference.payload and reference.payload.get("ok")):
-        failure = classify_failure(reference, REFERENCE_TIMEOUT_S)
-        row.update(result=FAIL, stage="reference", error=f"CPU reference failed ({failure['stage']}): {failure['error']}",
-                   traceback=failure["traceback"])
-        return row
-    row["reference_tokens"] = reference.payload["tokens"]
-    verdict = compare_tokens(payload["tokens"], reference.payload, params["dtype"])
+        reference_script.write_text(recipe.render_run_py(reference_params))
+    key = reference_key(reference_params)
+    reference_payload = cached_reference(key)
+    row["reference_cached"] = reference_payload is not None
+    if reference_payload is None:
+        reference = execute(str(reference_script), ["--reference"], timeout=REFERENCE_TIMEOUT_S, env=run_env,
+                            cwd=str(folder), cpus=cpus)
+        _save_logs(folder, "reference", reference)
+        if not (reference.payload and reference.payload.get("ok")):
+            failure = classify_failure(reference, REFERENCE_TIMEOUT_S)
+            row.update(result=FAIL, stage="reference", traceback=failure["traceback"],
+                       error=f"CPU reference failed ({failure['stage']}): {failure['error']}")
+            return row
+        reference_payload = reference.payload
+        store_reference(key, reference_payload)
+    row["reference_tokens"] = reference_payload["tokens"]
+    verdict = compare_tokens(payload["tokens"], reference_payload, params["dtype"])
     row.update(result=verdict.result, stage=verdict.stage, verification=verdict.verification, error=verdict.error,
                first_divergence=verdict.first_divergence, divergence_margin=verdict.divergence_margin)
     return row

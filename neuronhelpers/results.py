@@ -44,6 +44,8 @@ COLUMNS = [
     ("tokens", pa.list_(pa.int32()), "the generated token ids"),
     ("text", pa.string(), "the generated text"),
     ("reference_tokens", pa.list_(pa.int32()), "the CPU eager reference's token ids"),
+    ("reference_cached", pa.bool_(), "the reference came from the local reference cache (same checkpoint files, "
+     "dtype, prompt, torch and transformers: the reference does not depend on the compiler)"),
     ("verification", pa.string(), "how a PASS was established (see Verification)"),
     ("first_divergence", pa.int32(), "index of the first token that differs from the reference"),
     ("divergence_margin", pa.float64(), "reference top-1/top-2 logit margin at the first divergence"),
