@@ -29,7 +29,7 @@ gate: install
 
 lab: install
 	$(PY) -m pip install --quiet -e ".[lab]" -c constraints.txt
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 bench: install
 	$(PY) bench/bench_dataset.py
