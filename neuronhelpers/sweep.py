@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import queue
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -18,7 +19,7 @@ from .backends import Backend, get_backend
 from .errors import UserError
 from .harness import DEFAULT_TIMEOUT_S, run_model
 from .selected import SELECTED
-from .vocab import EXCLUDED, FAIL, PASS
+from .vocab import EXCLUDED, PASS
 
 
 def resume_key(model_id: str, backend: Backend, cores: int = 1) -> tuple:
@@ -111,26 +112,28 @@ def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None =
         if bar is not None:
             bar.set_postfix_str(f"running={','.join(running) or '-'} passed={counts['passed']}/{counts['finished']}")
 
-    def one(model: str) -> dict:
+    def one(model: str) -> dict | None:
         slot = slots.get()
         with write_lock:
             running[model] = None
             show()
+        row = None
         try:
             neuron = be.name == "neuron"
             env = {"NEURON_RT_VISIBLE_CORES": slot} if neuron and slot is not None else None
             try:
                 row = run_model(model, backend=be, timeout=timeout, memory_limit_bytes=memory_limit_bytes,
                                 cpus=None if neuron else slot, env=env)
-            except UserError as err:  # bad input in a list becomes a load failure, not a dead sweep
-                row = results.new_row(model_id=model, result=FAIL, stage="load", error=str(err), neuron_cores=1,
-                                      backend=be.name, **dict(zip(("compiler", "compiler_version"), versions.compiler_for(be))),
-                                      library="transformers", library_version=versions.library_version())
+            except UserError as err:
+                # Bad input (an unknown id, a model not at hand offline) says nothing about the model: one line,
+                # no row, and the sweep goes on. A rerun picks it up once it is fixed.
+                _say(f"skipped {model}: {err}", bar)
             with write_lock:
-                results.append_rows(out, [row])
+                if row is not None:
+                    results.append_rows(out, [row])
+                    counts["finished"] += 1
+                    counts["passed"] += row["result"] == PASS
                 running.pop(model, None)
-                counts["finished"] += 1
-                counts["passed"] += row["result"] == PASS
                 show()
                 if bar is not None:
                     bar.update(1)
@@ -142,11 +145,20 @@ def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None =
     try:
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
             for future in as_completed([pool.submit(one, m) for m in todo]):
-                rows.append(future.result())
+                if future.result() is not None:
+                    rows.append(future.result())
     finally:
         if bar is not None:
             bar.close()
     return rows
+
+
+def _say(line: str, bar) -> None:
+    """One line to stderr that does not tear the progress bar."""
+    if bar is not None:
+        bar.write(line, file=sys.stderr)
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 def _progress(total: int, enabled: bool, be: Backend, skipped: int):

@@ -1,7 +1,6 @@
 """The results dataset: atomic version-pair files, schema unification, bad files skipped by name, the card."""
 
 import os
-import warnings
 
 import pandas as pd
 import pyarrow as pa

@@ -3,7 +3,6 @@ as a pull request, version-to-version diffs and the expected-results gate. The H
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import pytest

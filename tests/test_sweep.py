@@ -39,6 +39,15 @@ def test_injected_faults_become_classified_rows_and_the_sweep_finishes(tmp_path,
     assert df.loc["tiny/llama", "result"] == "PASS" and len(df.loc["tiny/llama", "tokens"]) == 32
 
 
+def test_bad_input_in_a_list_is_one_line_and_no_row(tmp_path, capsys):
+    rows = sweep(["nobody/not-cached", "tiny/nope", "tiny/qwen2"], tmp_path, progress=False)
+    assert [r["model_id"] for r in rows] == ["tiny/qwen2"]
+    err = capsys.readouterr().err.splitlines()
+    assert any(line.startswith("skipped nobody/not-cached: model 'nobody/not-cached' is not in the local") for line in err)
+    assert any(line.startswith("skipped tiny/nope: unknown twin") for line in err)
+    assert list(results.load_results(tmp_path).model_id) == ["tiny/qwen2"]
+
+
 def _stray_processes(marker: str) -> list[int]:
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
