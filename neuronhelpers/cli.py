@@ -183,6 +183,24 @@ def cmd_cache(args) -> int:
     return 0
 
 
+def cmd_rankings(args) -> int:
+    """Show which rankings the explorer uses; --refresh fetches them from the Hub and saves a dated snapshot."""
+    from .hub import fetch_rankings, load_rankings, ranking_label, save_snapshot
+
+    if args.refresh:
+        try:
+            path = save_snapshot(fetch_rankings(limit=args.limit))
+            print(f"saved {path}")
+        except Exception as exc:  # offline or rate limited: say so, keep the last snapshot
+            print(f"neuronhelpers: could not refresh the rankings ({type(exc).__name__}); "
+                  f"the explorer keeps using the {ranking_label(load_rankings())}", file=sys.stderr)
+            return 1
+    frame = load_rankings()
+    print(f"{ranking_label(frame)}: " + ", ".join(
+        f"{view}/{task} {len(group)}" for (view, task), group in frame.groupby(["view", "task"])))
+    return 0
+
+
 def cmd_render(args) -> int:
     from .backends import get_backend
     from .models import resolve_model
@@ -295,6 +313,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("location", nargs="?", default=None, help="SOURCE for sync, DEST for publish")
     p.add_argument("--backend", default="auto")
     p.set_defaults(func=cmd_cache)
+
+    p = sub.add_parser("rankings", help="the Hub rankings the explorer uses (--refresh fetches a dated snapshot)")
+    p.add_argument("--refresh", action="store_true")
+    p.add_argument("--limit", type=int, default=50, help="models per view and task")
+    p.set_defaults(func=cmd_rankings)
 
     p = sub.add_parser("doctor", help="check this environment: OK / FAIL per requirement")
     p.set_defaults(func=lambda a: __import__("neuronhelpers.check_env", fromlist=["main"]).main())

@@ -198,6 +198,9 @@ def render_detail_html(detail: dict | None, model_id: str = "") -> str:
         else "<h4>run.py</h4><p>none recorded</p>",
         f"<h4>Compile cache for this compiler version</h4>{_pre(detail['sync_command'])}",
     ]
+    if detail["packages"]:
+        count = len(detail["packages"].splitlines())
+        parts.append(f"<details><summary>All {count} installed packages</summary>{_pre(detail['packages'])}</details>")
     if detail["traceback"]:
         parts.append(f"<details><summary>Full error output</summary>{_pre(str(detail['traceback']))}</details>")
     return "\n".join(parts)

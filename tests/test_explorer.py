@@ -17,6 +17,7 @@ XSS_IMG = '<img src=x onerror="alert(1)">'
 
 def row(model_id, result="PASS", twin_of=None, minute=0, **overrides):
     values = dict(twin_of=twin_of, model_type=twin_of, run_py="print('hello')\n", requirements="torch==2.13.0\n",
+                  packages="torch==2.13.0\npyarrow==26.0.1",
                   timestamp=dt.datetime(2026, 11, 30, 12, minute, tzinfo=dt.timezone.utc))
     return result_row(model_id, result, **{**values, **overrides})
 
@@ -93,6 +94,7 @@ def test_widget_is_driven_like_a_person_would(df):
     detail = ui.detail_html.value
     assert "tiny/llava" in detail and "run.py" in detail and "torch==2.13.0" in detail
     assert "hf buckets sync hf://buckets/" in detail and "inductor-2.13.0" in detail
+    assert "All 2 installed packages" in detail and "pyarrow==26.0.1" in detail
     ui.view.value = "Trending"
     assert "tiny/" not in ui.table_html.value  # the name filter stays: nothing trending matches "lla"
     ui.name.value = ""
@@ -143,3 +145,13 @@ def test_rankings_snapshot_roundtrip_and_sample_fallback(tmp_path):
     hub.save_snapshot(fresh, tmp_path)
     loaded = hub.load_rankings(tmp_path)
     assert loaded.attrs["source"] == "hub" and len(loaded) == 12
+
+
+def test_rankings_command_says_which_rankings_are_used_and_refuses_quietly_offline():
+    from conftest import run_cli
+
+    shown = run_cli("rankings")
+    assert shown.returncode == 0 and shown.stdout.startswith("sample rankings shipped with neuronhelpers (2026-11-30)")
+    refresh = run_cli("rankings", "--refresh", env={"HF_HUB_OFFLINE": "1"})
+    assert refresh.returncode == 1 and refresh.stderr.count("\n") == 1
+    assert "could not refresh the rankings (OfflineModeIsEnabled)" in refresh.stderr

@@ -35,5 +35,5 @@ def test_ci_runs_the_readmes_test_command():
 def test_cli_help_lists_every_command():
     out = run_cli("--help").stdout
     for command in ("run", "plan", "render", "sweep", "demo", "card", "diff", "publish", "contribute", "check", "app", "twins", "cache",
-                    "doctor"):
+                    "doctor", "rankings"):
         assert re.search(rf"\b{command}\b", out), command
