@@ -36,11 +36,16 @@ def synthetic(folder: str, rows: int, pairs: int, seed: int = 0) -> list[str]:
     return models
 
 
-def main():
+def synthetic_args():
+    """--rows and --pairs, the size of the synthetic dataset (shared by the dataset and explorer benches)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--pairs", type=int, default=50)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main():
+    args = synthetic_args()
     with tempfile.TemporaryDirectory() as folder:
         t0 = time.perf_counter()
         models = synthetic(folder, args.rows, args.pairs)

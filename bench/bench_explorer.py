@@ -6,7 +6,6 @@ Prints the median and worst re-render time over several filter changes (target <
 of the median to the time of building the widget.
 """
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -15,17 +14,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_dataset import synthetic  # noqa: E402
+from bench_dataset import synthetic, synthetic_args  # noqa: E402
 
 from neuronhelpers import results  # noqa: E402
 from neuronhelpers.explorer import Explorer  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--pairs", type=int, default=50)
-    args = parser.parse_args()
+    args = synthetic_args()
     with tempfile.TemporaryDirectory() as folder:
         synthetic(folder, args.rows, args.pairs)
         df = results.load_results(folder)

@@ -150,7 +150,7 @@ _STYLE = """<style>
 
 def render_table_html(table: pd.DataFrame, caption: str = "") -> str:
     def cell(column, value):
-        text = "" if value is None or (isinstance(value, float) and pd.isna(value)) or value is pd.NA else str(value)
+        text = _text(value)
         klass = f' class="nh-{html.escape(text)}"' if column == "result" and text.isidentifier() else ""
         return f"<td{klass}>{html.escape(text)}</td>"
 

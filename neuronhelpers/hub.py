@@ -1,7 +1,7 @@
 """The Hub's rankings (Trending, Downloads), one task at a time, cached as dated local snapshots.
 
 Online, ``fetch_rankings`` asks ``HfApi.list_models`` sorted by trending score or downloads and
-saves a dated snapshot; offline, ``load_rankings`` returns the newest snapshot, or the small sample
+``save_snapshot`` keeps a dated copy (``neuronhelpers rankings --refresh`` does both); offline, ``load_rankings`` returns the newest snapshot, or the small sample
 shipped with the package (labelled as a sample, with its date) so the views work on a fresh machine.
 """
 
@@ -72,16 +72,6 @@ def load_rankings(folder: Path | None = None) -> pd.DataFrame:
         except (ValueError, KeyError):
             continue  # a damaged snapshot: try an older one
     return _from_json(resources.files("neuronhelpers.data").joinpath("rankings_sample.json").read_text(), "sample")
-
-
-def refresh_rankings(limit: int = 50, api=None) -> pd.DataFrame:
-    """Fetch and snapshot when the Hub answers; otherwise fall back to the last snapshot or the sample."""
-    try:
-        frame = fetch_rankings(limit=limit, api=api)
-    except Exception:  # offline, rate limited: the views still work from the snapshot
-        return load_rankings()
-    save_snapshot(frame)
-    return frame
 
 
 def ranking_label(frame: pd.DataFrame) -> str:

@@ -145,7 +145,6 @@ def splits(config, cores: int) -> tuple[str | None, str]:
     if cores == 1:
         return "none", "one core: no split"
     has_tp = bool(getattr(text, "base_model_tp_plan", None))
-    has_ep = bool(getattr(text, "base_model_ep_plan", None))
     experts = _experts(config)
     heads = text.num_attention_heads
     kv_heads = getattr(text, "num_key_value_heads", None) or heads
@@ -157,7 +156,7 @@ def splits(config, cores: int) -> tuple[str | None, str]:
                 return None, f"TP+EP over {cores}: {experts} experts are not divisible by {cores}"
             return "tp+ep", f"TP+EP over {cores}: {heads} heads, {kv_heads} kv heads and {experts} experts divide evenly"
         return "tp", f"TP over {cores}: {heads} heads and {kv_heads} kv heads divide evenly"
-    if experts and (has_ep or experts):
+    if experts:  # no TP plan: the experts alone are split
         if experts % cores:
             return None, f"EP over {cores}: {experts} experts are not divisible by {cores}"
         return "ep", f"EP over {cores}: no TP plan in transformers; {experts} experts divide evenly"

@@ -88,7 +88,12 @@ def validate_row(row: dict) -> None:
 def rows_to_table(rows: list[dict]) -> pa.Table:
     for row in rows:
         validate_row(row)
-    return pa.Table.from_pylist([new_row(**row) if set(row) != set(COLUMN_NAMES) else row for row in rows], schema=SCHEMA)
+    return pa.Table.from_pylist([_complete(row) for row in rows], schema=SCHEMA)
+
+
+def _complete(row: dict) -> dict:
+    """The row with every column present (as ``new_row`` makes it)."""
+    return row if set(row) == set(COLUMN_NAMES) else new_row(**row)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +151,7 @@ def append_rows(folder, rows: list[dict]) -> list[str]:
     folder = Path(folder)
     by_file: dict[str, list[dict]] = {}
     for row in rows:
-        by_file.setdefault(version_pair_file(row), []).append(new_row(**row) if set(row) != set(COLUMN_NAMES) else row)
+        by_file.setdefault(version_pair_file(row), []).append(_complete(row))
     for rel, new in by_file.items():
         path = folder / rel
         fresh = rows_to_table(new)
