@@ -11,7 +11,7 @@ import random
 import tempfile
 import time
 
-from neuronhelpers import results
+from neuronhelpers import dataset, results
 
 
 def synthetic(folder: str, rows: int, pairs: int, seed: int = 0) -> list[str]:
@@ -32,7 +32,7 @@ def synthetic(folder: str, rows: int, pairs: int, seed: int = 0) -> list[str]:
                 library_version=library_version, wall_s=rng.uniform(10, 900), peak_memory_bytes=rng.randrange(2**30, 2**36),
                 tokens=list(range(32)), run_py=run_py, packages="torch==2.13.0\ntransformers==5.23.0",
             ))
-        results.write_table_atomic(results.rows_to_table(batch), f"{folder}/{results.version_pair_file(batch[0])}")
+        dataset.write_table_atomic(results.rows_to_table(batch), f"{folder}/{dataset.version_pair_file(batch[0])}")
     return models
 
 
@@ -51,7 +51,7 @@ def main():
         models = synthetic(folder, args.rows, args.pairs)
         print(f"wrote {args.rows} rows over {args.pairs} version pairs in {time.perf_counter() - t0:.1f} s")
         t0 = time.perf_counter()
-        df = results.load_results(folder)
+        df = dataset.load_results(folder)
         load_s = time.perf_counter() - t0
         target = models[len(models) // 2]
         timings = []

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_dataset import synthetic, synthetic_args  # noqa: E402
 
-from neuronhelpers import results  # noqa: E402
+from neuronhelpers import dataset  # noqa: E402
 from neuronhelpers.explorer import Explorer  # noqa: E402
 
 
@@ -24,7 +24,7 @@ def main():
     args = synthetic_args()
     with tempfile.TemporaryDirectory() as folder:
         synthetic(folder, args.rows, args.pairs)
-        df = results.load_results(folder)
+        df = dataset.load_results(folder)
     t0 = time.perf_counter()
     ui = Explorer(df)
     build = time.perf_counter() - t0

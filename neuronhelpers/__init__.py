@@ -4,11 +4,11 @@ Data flows one way, a module per stage: models/twins -> recipe (run.py) -> runne
 -> verify -> results (row, dataset) -> views.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one source: pyproject reads it, every row records it
 
 
 def load_results(path, *, validate: bool = True):
-    """Read a results dataset (local folder or hf://datasets/...): see neuronhelpers.results.load_results."""
-    from .results import load_results as _load
+    """Read a results dataset (local folder or hf://datasets/...): see neuronhelpers.dataset.load_results."""
+    from .dataset import load_results as _load
 
     return _load(path, validate=validate)

@@ -11,13 +11,9 @@ import re
 from pathlib import Path
 
 from .backends import Backend
+from .settings import DEFAULT_CACHE_BUCKET, NEFF_CACHE_DIR, home
 
-# Where prebuilt caches are published (a Hub bucket holding one folder per compiler version).
-DEFAULT_BUCKET = os.environ.get("NEURONHELPERS_CACHE_BUCKET", "neuronhelpers/compile-cache")
-
-
-def neuronhelpers_home() -> Path:
-    return Path(os.environ.get("NEURONHELPERS_HOME") or Path.home() / ".cache" / "neuronhelpers")
+DEFAULT_BUCKET = DEFAULT_CACHE_BUCKET  # where prebuilt caches are published: one folder per compiler version
 
 
 def cache_key(compiler: str, version: str | None) -> str:
@@ -29,14 +25,19 @@ def cache_key(compiler: str, version: str | None) -> str:
 def cache_dir(backend: Backend) -> Path:
     """The compile cache folder for this backend and the installed compiler version.
 
-    An explicitly set environment variable (e.g. TORCH_NEURONX_NEFF_CACHE_DIR) wins.
+    An explicitly set environment variable (e.g. TORCH_NEURONX_NEFF_CACHE_DIR) wins. On Trainium the default
+    is torch-neuronx's own (/tmp/neff_cache, whose entries the compiler keys by its version, and where the
+    published caches are synced); inductor's cache is not keyed by torch version, so elsewhere each version
+    gets its own folder.
     """
     from .versions import compiler_for
 
     explicit = os.environ.get(backend.cache_env)
     if explicit and os.path.abspath(explicit) != _torch_default(backend.cache_env):
         return Path(explicit)
-    return neuronhelpers_home() / "compile-cache" / backend.name / cache_key(*compiler_for(backend))
+    if backend.name == "neuron":
+        return Path(NEFF_CACHE_DIR)
+    return home() / "compile-cache" / backend.name / cache_key(*compiler_for(backend))
 
 
 def _torch_default(variable: str) -> str | None:
@@ -63,7 +64,7 @@ def sync_command(compiler: str, compiler_version: str | None, *, bucket: str = D
     """The shell command that copies the prebuilt cache for one compiler version (shown per model)."""
     key = cache_key(compiler, compiler_version)
     if compiler == "neuronx-cc":
-        target = "${TORCH_NEURONX_NEFF_CACHE_DIR:-/tmp/neff_cache}"
+        target = "${TORCH_NEURONX_NEFF_CACHE_DIR:-" + NEFF_CACHE_DIR + "}"
     else:
         target = "${TORCHINDUCTOR_CACHE_DIR:-~/.cache/neuronhelpers/compile-cache/cpu/" + key + "}"
     return f"hf buckets sync hf://buckets/{bucket}/{key} {target}"

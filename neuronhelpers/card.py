@@ -1,10 +1,13 @@
-"""The dataset card (README.md with Hub YAML metadata), generated from the vocabulary and schema in code."""
+"""The dataset card (README.md with Hub YAML metadata), generated from the vocabulary and schema in code.
+
+Taught in notebook 05.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import results, vocab
+from . import dataset, results, vocab
 from .recipe import MAX_NEW_TOKENS
 
 
@@ -26,13 +29,19 @@ configs:
 - config_name: default
   data_files:
   - split: train
-    path: {results.DATA_DIR}/*.parquet
+    path: {dataset.DATA_DIR}/*.parquet
 ---
 
 # {title}
 
 Does a Hugging Face model run unmodified on AWS Trainium? Each row is one model tested with the
 neuronhelpers recipe, on one compiler version and one transformers version.
+
+## Tasks
+
+| task | what is tested |
+| --- | --- |
+{table(vocab.TASKS)}
 
 ## Test protocol
 
@@ -63,6 +72,15 @@ Every row carries the exact `run_py` that ran and its `requirements`: save them 
 | --- | --- |
 {table(vocab.STAGES)}
 
+## Untested reasons (why no verdict was reached)
+
+An UNTESTED row is neither a PASS nor a FAIL: the test could not reach a verdict about the model where it
+ran, for a reason that is not the model's. Its `stage` column says which:
+
+| stage | meaning |
+| --- | --- |
+{table(vocab.UNTESTED_STAGES)}
+
 ## Verification (how a PASS was established)
 
 | verification | meaning |
@@ -72,11 +90,11 @@ Every row carries the exact `run_py` that ran and its `requirements`: save them 
 ## Layout
 
 One Parquet file per (compiler version, library, library version) pair:
-`{results.DATA_DIR}/<compiler>-<compiler_version>__<library>-<library_version>.parquet`.
+`{dataset.DATA_DIR}/<compiler>-<compiler_version>__<library>-<library_version>.parquet`.
 
 ```python
 import pandas as pd
-df = pd.read_parquet("{results.DATA_DIR}")   # or "hf://datasets/<namespace>/<name>/{results.DATA_DIR}"
+df = pd.read_parquet("{dataset.DATA_DIR}")   # or "hf://datasets/<namespace>/<name>/{dataset.DATA_DIR}"
 df[df.model_id == "Qwen/Qwen3-0.6B"][["neuronx_cc", "library", "library_version", "neuron_cores", "result"]]
 ```
 

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib import metadata
 
@@ -40,9 +39,9 @@ def checks() -> list[tuple[str, str, str]]:
     files = sum(1 for _ in folder.rglob("*") if _.is_file()) if folder.is_dir() else 0
     out.append(("OK" if files else "INFO", "compile cache", f"{folder} ({files} files)" if files
                 else f"{folder} (empty: first runs compile from scratch; `neuronhelpers cache sync` fills it)"))
-    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
-    out.append(("INFO", "Hugging Face Hub", "offline (HF_HUB_OFFLINE set): twins only" if offline
-                else "online mode; real models need network and, for gated ones, `hf auth login`"))
+    from .network import hub_reachable, hub_status_line
+
+    out.append(("OK" if hub_reachable() else "INFO", "Hugging Face Hub", hub_status_line()))
     return out
 
 

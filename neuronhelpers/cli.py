@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 
+from . import vocab
 from .errors import UserError
+from .settings import DEFAULT_DATASET, DEFAULT_TIMEOUT_S
 
 
 def _json_default(value):
@@ -33,7 +35,7 @@ def _sweep_and_summarise(models: list[str], args, include_excluded: bool) -> int
     import warnings
 
     from .backends import get_backend
-    from .results import DatasetWarning, load_results
+    from .dataset import DatasetWarning, load_results
     from .sweep import summary_frame, sweep
 
     backend = get_backend(args.backend)
@@ -60,13 +62,13 @@ def _sweep_and_summarise(models: list[str], args, include_excluded: bool) -> int
 
 def cmd_sweep(args) -> int:
     from .sweep import read_model_file, selected_models
-    from .twins import TWINS
+    from .twins import architectures
 
     models = list(args.models)
     if args.file:
         models += read_model_file(args.file)
-    if args.all_twins:
-        models += [f"tiny/{t}" for t in TWINS]
+    if args.architectures:
+        models += [spec.model_id for spec in architectures(args.task)]
     use_selected = args.selected or not models
     if use_selected:
         models += selected_models(real=args.real)
@@ -126,17 +128,26 @@ def cmd_contribute(args) -> int:
 
 def cmd_check(args) -> int:
     from .diff import check_expected, expected_frame, read_expected
-    from .results import load_results
+    from .dataset import load_results
 
     actual = load_results(args.results)
     if args.write:
-        expected_frame(actual).to_csv(args.expected, index=False)
-        print(f"wrote {args.expected} ({len(actual)} models)")
+        frame = expected_frame(actual)
+        frame.to_csv(args.expected, index=False)
+        print(f"wrote {args.expected} ({len(frame)} models, " +
+              ", ".join(f"{n} {r}" for r, n in frame.result.value_counts().sort_index().items()) + ")")
         return 0
-    problems = check_expected(read_expected(args.expected), actual)
+    expected = read_expected(args.expected)
+    problems, notes = check_expected(expected, actual, only_tested=args.only_tested)
+    for line in notes:
+        print(f"note: {line}")
     for line in problems:
-        print(f"REGRESSION {line}")
-    print(f"{len(problems)} regression(s) against {args.expected}")
+        print(line)
+    checked = expected.model_id.isin(actual.model_id).sum() if args.only_tested else len(expected)
+    print(f"{len(problems)} change(s) of verdict in {checked} model(s) checked against {args.expected}")
+    if problems:
+        print(f"If the new results are right, rewrite the file: neuronhelpers check {args.results} "
+              f"--expected {args.expected} --write")
     return 1 if problems else 0
 
 
@@ -147,7 +158,7 @@ def cmd_app(args) -> int:
     import subprocess
     from importlib import resources
 
-    from .results import load_results
+    from .dataset import load_results
 
     load_results(args.results)  # a clear error now rather than a broken page later
     voila = shutil.which("voila", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
@@ -158,7 +169,39 @@ def cmd_app(args) -> int:
     print(f"serving the explorer on http://127.0.0.1:{args.port}/ (Ctrl-C to stop)", flush=True)
     cmd = [voila, notebook, f"--port={args.port}", "--no-browser", "--Voila.ip=127.0.0.1",
            "--show_tracebacks=False", "--theme=light"]
-    return subprocess.call(cmd, env=env)
+    return serve_until_stopped(cmd, env)
+
+
+def serve_until_stopped(cmd: list[str], env: dict, grace_s: float = 10.0) -> int:
+    """Run a server in its own process group and take it down with this process: on SIGTERM or SIGINT it is
+    asked to stop (it shuts its kernels down), then killed after ``grace_s``; if this process dies, the
+    kernel kills the server (parent-death signal)."""
+    import os
+    import signal
+    import subprocess
+
+    from .recipes.scaffold import die_with_parent
+
+    server = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
+
+    def stop(signum, _frame):
+        try:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return server.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
 
 
 def cmd_cache(args) -> int:
@@ -222,127 +265,213 @@ def cmd_render(args) -> int:
 
 
 def cmd_twins(args) -> int:
+    """Every architecture of the installed transformers and whether its twin builds (--all builds them)."""
     from . import twins
 
-    for spec in twins.TWINS.values():
-        line = f"{spec.model_id:24s} {spec.task}"
-        if args.build:
-            line += f"  {twins.build_twin(spec.model_type)}"
-        print(line)
+    specs = twins.architectures(args.task)
+    counts = {"builds": 0, "unavailable": 0, "not built yet": 0}
+    bar = None
+    if args.all and not args.no_progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(specs), desc="twins", unit="twin", dynamic_ncols=True, file=sys.stderr)
+    for spec in specs:
+        try:
+            folder = twins.build_twin(spec.model_type) if args.all else twins.known_twin(spec)
+            status, detail = ("builds", str(folder)) if folder else ("not built yet", "")
+        except twins.TwinUnavailable as exc:
+            status, detail = "unavailable", f"[{exc.stage}] {exc.reason}"
+        counts[status] += 1
+        line = f"{spec.model_id:34s} {spec.task:20s} {status:13s} {detail}"
+        if bar is not None:
+            bar.update(1)
+            bar.write(line)
+        else:
+            print(line)
+    if bar is not None:
+        bar.close()
+    print(f"{len(specs)} architectures: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
     return 0
 
 
+def cmd_causes(args) -> int:
+    """Root causes ranked by how many architectures they block, each with its architectures."""
+    import pandas as pd
+
+    from .causes import rank_causes, untested_reasons
+    from .dataset import load_results
+    from .explorer import newest_pair
+
+    df = load_results(args.results)
+    pair = newest_pair(df) if args.pair is None else tuple(args.pair.split(","))
+    if pair:
+        df = df[(df.compiler_version == pair[0]) & (df.library_version == pair[1])]
+    failing, untested = rank_causes(df), untested_reasons(df)
+    if args.json:
+        print(json.dumps({"pair": pair, "failures": failing.to_dict("records"), "untested": untested.to_dict("records")},
+                         default=_json_default))
+        return 0
+    tested = df[df.result.isin([vocab.PASS, vocab.FAIL])]
+    print(f"{args.results} ({'compiler ' + pair[0] + ', library ' + pair[1] if pair else 'all rows'}): "
+          f"{len(tested)} verdicts ({(tested.result == vocab.PASS).sum()} PASS, {(tested.result == vocab.FAIL).sum()} FAIL), "
+          f"{(df.result == vocab.UNTESTED).sum()} untested")
+    for title, frame in (("FAIL causes", failing), ("UNTESTED reasons", untested)):
+        if frame.empty:
+            continue
+        print(f"\n{title}, by architectures blocked:")
+        for row in frame.head(args.top).itertuples(index=False):
+            names = ", ".join(row.architectures[:8]) + (", ..." if len(row.architectures) > 8 else "")
+            print(f"{row.count:4d}  [{row.stage}] {row.cause}\n      {names}")
+        if len(frame) > args.top:
+            print(f"      ... and {len(frame) - args.top} more causes (--top N)")
+    del pd
+    return 0
+
+
+TIMEOUT_HELP = f"seconds before a model's run is stopped (default {DEFAULT_TIMEOUT_S:g})"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="neuronhelpers", description="Does this Hugging Face model run unmodified on AWS Trainium?")
-    parser.add_argument("--verbose", action="store_true", help="show tracebacks")
-    sub = parser.add_subparsers(dest="command", required=True)
+    # Options every command takes, accepted after the command name too (`run X --verbose`).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks (and a failed run's whole error output)")
+    backend = argparse.ArgumentParser(add_help=False)
+    backend.add_argument("--backend", default="auto", help="neuron, cuda, cpu or auto (default: detect)")
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    parser = argparse.ArgumentParser(prog="neuronhelpers", parents=[common],
+                                     description="Does this Hugging Face model run unmodified on AWS Trainium?")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name, help, *parents):
+        return sub.add_parser(name, help=help, description=help, parents=[common, *parents])
 
     def model_args(p):
         p.add_argument("model", help="Hub id (org/name), local checkpoint folder, or tiny twin (tiny/qwen3)")
-        p.add_argument("--backend", default="auto", help="neuron, cuda, cpu or auto (default: detect)")
         p.add_argument("--dtype", default=None, help="override the backend's dtype (float32, bfloat16)")
-        p.add_argument("--trust-remote-code", action="store_true", help="allow modeling code from the checkpoint (read it first)")
+        p.add_argument("--trust-remote-code", action="store_true",
+                       help="allow modeling code from the checkpoint (read it first)")
+        p.add_argument("--cores", type=int, default=None, help="force a core count (1, 2, 4, 8, 16); default: the planner's")
 
-    p = sub.add_parser("run", help="run one model under the recipe and print its verified result row")
+    p = command("run", "run one model under the recipe and print its verified result row", backend, as_json)
     model_args(p)
-    p.add_argument("--json", action="store_true", help="print the whole row as JSON")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds before the run is stopped (default 900)")
-    p.add_argument("--cores", type=int, default=None, help="force a core count (1, 2, 4, 8, 16); default: the planner's")
-    p.add_argument("--judge-model", default=None, help="local causal LM folder for judging sharded runs without a CPU reference")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help=TIMEOUT_HELP)
+    p.add_argument("--judge-model", default=None,
+                   help="local causal LM folder for judging sharded runs without a CPU reference")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("plan", help="print the planner's decision for a model: cores, TP/EP, and why")
+    p = command("plan", "print the planner's decision for a model: cores, TP/EP, and why", backend)
     model_args(p)
-    p.add_argument("--cores", type=int, default=None)
     p.set_defaults(func=cmd_plan)
 
     def sweep_args(p):
         p.add_argument("--out", default="results", help="dataset folder (default ./results)")
-        p.add_argument("--backend", default="auto", help="neuron, cuda, cpu or auto (default: detect)")
         p.add_argument("--jobs", type=int, default=1, help="models at once, on disjoint CPUs / NeuronCores")
-        p.add_argument("--timeout", type=float, default=900.0, help="seconds per model before it is stopped")
+        p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help=TIMEOUT_HELP)
         p.add_argument("--rerun", action="store_true", help="run models already recorded for these versions again")
         p.add_argument("--memory-limit-gb", type=float, default=None, help="address-space limit per model process")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    p = sub.add_parser("sweep", help="run many models, one process each, writing rows to a Parquet dataset")
+    p = command("sweep", "run many models, one process tree each, writing rows to a Parquet dataset", backend)
     p.add_argument("models", nargs="*", help="model ids (Hub ids, folders, tiny twins)")
-    p.add_argument("--file", help="a text file of model ids, one per line")
+    p.add_argument("--file", help="a text file of model ids, one per line ('#' starts a comment)")
     p.add_argument("--selected", action="store_true", help="the built-in Selected list (the default with no models)")
-    p.add_argument("--all-twins", action="store_true", help="every tiny twin")
+    p.add_argument("--architectures", action="store_true",
+                   help="every text-generation and image-text-to-text architecture of the installed transformers (twins)")
+    p.add_argument("--task", choices=list(vocab.TASKS), default=None, help="with --architectures: only this task")
     p.add_argument("--real", action="store_true", help="Selected: the real Hub ids (needs the Hub and the weights)")
     sweep_args(p)
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("demo", help="sweep the Selected list's twins into ./results and print a summary")
+    p = command("demo", "sweep the Selected list's twins into ./results and print a summary", backend)
     sweep_args(p)
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("diff", help="compare two version pairs (files) or two dataset folders")
-    p.add_argument("old")
-    p.add_argument("new")
-    p.add_argument("--time-threshold", type=float, default=0.25, help="relative wall-time change to report")
+    p = command("causes", "root causes of FAIL (and UNTESTED) rows, ranked by how many architectures they block", as_json)
+    p.add_argument("results", nargs="?", default="results", help="dataset folder (default ./results)")
+    p.add_argument("--pair", default=None, help="COMPILER_VERSION,LIBRARY_VERSION (default: the newest pair)")
+    p.add_argument("--top", type=int, default=10, help="causes to show per kind (default 10)")
+    p.set_defaults(func=cmd_causes)
+
+    p = command("diff", "compare two version pairs (files) or two dataset folders")
+    p.add_argument("old", help="the earlier side: a version-pair Parquet file or a folder holding one pair")
+    p.add_argument("new", help="the later side")
+    p.add_argument("--time-threshold", type=float, default=0.25, help="relative wall-time change to report (0.25 = 25%%)")
     p.add_argument("--memory-threshold", type=float, default=0.10, help="relative peak-memory change to report")
     p.set_defaults(func=cmd_diff)
 
-    p = sub.add_parser("publish", help="push a dataset folder and its card to a Hub dataset repo (one commit)")
-    p.add_argument("folder")
-    p.add_argument("--repo", required=True, help="namespace/name of the Hub dataset repo")
+    p = command("publish", "push a dataset folder and its card to a Hub dataset repo (one commit)")
+    p.add_argument("folder", help="dataset folder (a sweep's --out)")
+    p.add_argument("--repo", default=DEFAULT_DATASET, help=f"namespace/name of the Hub dataset repo (default {DEFAULT_DATASET})")
     p.add_argument("--dry-run", action="store_true", help="list what would change; upload nothing")
     p.set_defaults(func=cmd_publish)
 
-    p = sub.add_parser("contribute", help="offer rows you ran to a Hub dataset as a pull request")
+    p = command("contribute", "offer rows you ran to a Hub dataset as a pull request")
     p.add_argument("rows", help="a JSON row (run --json), JSON lines, or a dataset folder")
-    p.add_argument("--repo", required=True)
-    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--repo", default=DEFAULT_DATASET, help=f"namespace/name of the Hub dataset repo (default {DEFAULT_DATASET})")
+    p.add_argument("--dry-run", action="store_true", help="validate and list what the pull request would change")
     p.set_defaults(func=cmd_contribute)
 
-    p = sub.add_parser("check", help="fail when a model expected to PASS no longer does")
+    p = command("check", "the expected-results gate: fail on any change of verdict against an expected file")
     p.add_argument("results", help="dataset folder")
-    p.add_argument("--expected", required=True, help="CSV with model_id,result")
-    p.add_argument("--write", action="store_true", help="write the expected file from these results instead")
+    p.add_argument("--expected", required=True, help="CSV with model_id,result (and stage, cause)")
+    p.add_argument("--write", action="store_true", help="rewrite the expected file from these results instead")
+    p.add_argument("--only-tested", action="store_true",
+                   help="check only the expected models present in the results (a slice of a whole-library file)")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("app", help="serve the explorer as a web page (Voila) on localhost")
+    p = command("app", "serve the explorer as a web page (Voila) on localhost")
     p.add_argument("--results", default="results", help="dataset folder (default ./results)")
-    p.add_argument("--port", type=int, default=8866)
+    p.add_argument("--port", type=int, default=8866, help="port on 127.0.0.1 (default 8866)")
     p.set_defaults(func=cmd_app)
 
-    p = sub.add_parser("cache", help="the compile cache: where it is, sync it from, or publish it to, a folder or hf://buckets/...")
-    p.add_argument("action", choices=["show", "sync", "publish"])
-    p.add_argument("location", nargs="?", default=None, help="SOURCE for sync, DEST for publish")
-    p.add_argument("--backend", default="auto")
+    p = command("cache", "the compile cache: where it is, sync it from, or publish it to, a folder or hf://buckets/...",
+                backend)
+    p.add_argument("action", choices=["show", "sync", "publish"], help="show the local cache, sync into it, or publish it")
+    p.add_argument("location", nargs="?", default=None, help="SOURCE for sync, DEST for publish (default: the public bucket)")
     p.set_defaults(func=cmd_cache)
 
-    p = sub.add_parser("rankings", help="the Hub rankings the explorer uses (--refresh fetches a dated snapshot)")
-    p.add_argument("--refresh", action="store_true")
-    p.add_argument("--limit", type=int, default=50, help="models per view and task")
+    p = command("rankings", "the Hub rankings the explorer uses (--refresh fetches a dated snapshot)")
+    p.add_argument("--refresh", action="store_true", help="fetch Trending and Downloads from the Hub now")
+    p.add_argument("--limit", type=int, default=50, help="models per view and task (default 50)")
     p.set_defaults(func=cmd_rankings)
 
-    p = sub.add_parser("doctor", help="check this environment: OK / FAIL per requirement")
+    p = command("doctor", "check this environment: OK / FAIL per requirement")
     p.set_defaults(func=lambda a: __import__("neuronhelpers.check_env", fromlist=["main"]).main())
 
-    p = sub.add_parser("card", help="write the dataset card (README.md) into a dataset folder")
-    p.add_argument("folder")
+    p = command("card", "write the dataset card (README.md) into a dataset folder")
+    p.add_argument("folder", help="dataset folder")
     p.set_defaults(func=lambda a: print(__import__("neuronhelpers.card", fromlist=["write_card"]).write_card(a.folder)) or 0)
 
-    p = sub.add_parser("render", help="print the run.py (or --requirements) for a model")
+    p = command("render", "print the run.py (or --requirements) for a model", backend)
     model_args(p)
     p.add_argument("--requirements", action="store_true", help="print requirements.txt instead")
-    p.add_argument("--cores", type=int, default=None, help="force a core count")
     p.set_defaults(func=cmd_render)
 
-    p = sub.add_parser("twins", help="list the tiny twins (--build builds them)")
-    p.add_argument("--build", action="store_true")
+    p = command("twins", "every architecture's tiny twin and whether it builds (--all builds them)")
+    p.add_argument("--all", action="store_true", help="build every twin not built yet (each in its own process)")
+    p.add_argument("--task", choices=list(vocab.TASKS), default=None, help="only the architectures of this task")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_twins)
     return parser
+
+
+# Commands that may reach for the Hub: they decide once, quickly, whether it is reachable (and go offline if not).
+_HUB_COMMANDS = {"run", "plan", "render", "sweep", "demo", "publish", "contribute", "rankings", "doctor", "cache"}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     verbose = getattr(args, "verbose", False)
+    args.verbose = verbose
     try:
+        if args.command in _HUB_COMMANDS:
+            from .network import apply_offline_mode
+
+            apply_offline_mode()
         return args.func(args)
     except UserError as err:
         if verbose:
@@ -352,6 +481,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("neuronhelpers: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - an unexpected failure is still one line (the traceback with --verbose)
+        if verbose:
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"neuronhelpers: error: {type(exc).__name__}: {first} (rerun with --verbose for the traceback)",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ def load_side(path: str | Path) -> pd.DataFrame:
     """Rows of one side of a diff: a dataset folder holding one version pair, or one version-pair Parquet file."""
     import pyarrow.parquet as pq
 
-    from .results import conform, load_results
+    from .dataset import conform, load_results
 
     path = str(path)
     if path.endswith(".parquet"):
@@ -77,29 +77,67 @@ def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float 
     return frame.sort_values(["change", "model_id"]).reset_index(drop=True)
 
 
+EXPECTED_COLUMNS = ["model_id", "model_type", "task", "result", "stage", "cause"]
+
+
 def read_expected(path: str | Path) -> pd.DataFrame:
-    """The expected-results file: CSV with columns model_id,result (like PyTorch's expected CSVs)."""
+    """An expected-results file: CSV with at least model_id and result (like PyTorch's expected CSVs); stage and
+    cause where the file records them."""
     try:
-        expected = pd.read_csv(path, comment="#")
+        expected = pd.read_csv(path, comment="#", dtype=str, keep_default_na=False)
     except FileNotFoundError:
-        raise UserError(f"no expected-results file '{path}': write one with `neuronhelpers check --write`") from None
+        raise UserError(f"no expected-results file '{path}': write one with `neuronhelpers check RESULTS --expected "
+                        f"{path} --write`") from None
     if not {"model_id", "result"} <= set(expected.columns):
         raise UserError(f"'{path}' is not an expected-results file: it needs model_id and result columns")
-    return expected
+    return expected.replace("", None)
 
 
-def check_expected(expected: pd.DataFrame, actual: pd.DataFrame) -> list[str]:
-    """Problems: each model expected to PASS that now does not (or is missing), named with its new error."""
+def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *, only_tested: bool = False) -> tuple[list[str], list[str]]:
+    """(problems, notes) of results held against expectations.
+
+    A problem is any change of verdict, in either direction: a model expected to PASS that does not
+    (a regression, named with its new error), a model expected not to PASS that now does (an improvement:
+    the expected file is out of date and must be rewritten), a FAIL at another stage, or a verdict that
+    became UNTESTED. A changed cause with the same result and stage is a note. ``only_tested`` checks only
+    the expected models present in the results (a CI slice of a whole-library file).
+    """
     latest = _latest(actual)
-    problems = []
-    for model in expected.loc[expected.result == PASS, "model_id"]:
+    problems, notes = [], []
+    for row in expected.itertuples(index=False):
+        model, want = row.model_id, row.result
         if model not in latest.index:
-            problems.append(f"{model}: expected PASS, not in the results")
-        elif latest.at[model, "result"] != PASS:
-            row = latest.loc[model]
-            problems.append(f"{model}: expected PASS, got {row['result']} at {row['stage']}: {row['error']}")
-    return problems
+            if not only_tested:
+                problems.append(f"{model}: expected {want}, not in the results")
+            continue
+        got = latest.loc[model]
+        want_stage = getattr(row, "stage", None)
+        if got["result"] != want:
+            if want == PASS:
+                problems.append(f"{model}: REGRESSED: expected PASS, got {got['result']} at {got['stage']}: {got['error']}")
+            elif got["result"] == PASS:
+                problems.append(f"{model}: IMPROVED: expected {want} ({want_stage}), now PASS: update the expected file")
+            else:
+                problems.append(f"{model}: CHANGED: expected {want} ({want_stage}), got {got['result']} ({got['stage']}): "
+                                f"{got['error']}")
+        elif want != PASS and want_stage and got["stage"] != want_stage:
+            problems.append(f"{model}: CHANGED: expected {want} at {want_stage}, got {want} at {got['stage']}: {got['error']}")
+        else:
+            want_cause = getattr(row, "cause", None)
+            if want != PASS and want_cause and _text(got.get("cause")) != want_cause:
+                notes.append(f"{model}: same verdict, new cause: {got.get('cause')} (was {want_cause})")
+    return problems, notes
+
+
+def _text(value) -> str | None:
+    return None if value is None or (isinstance(value, float) and value != value) else str(value)
 
 
 def expected_frame(actual: pd.DataFrame) -> pd.DataFrame:
-    return _latest(actual).reset_index()[["model_id", "result"]].sort_values("model_id")
+    """The expected-results table of a results set: one line per model (its newest row)."""
+    latest = _latest(actual).reset_index()
+    for column in EXPECTED_COLUMNS:
+        if column not in latest:
+            latest[column] = None
+    frame = latest[EXPECTED_COLUMNS].sort_values("model_id").reset_index(drop=True)
+    return frame.astype(object).where(frame.notna(), None)

@@ -276,7 +276,7 @@ class Explorer:
 
 def explore(path_or_df, rankings: pd.DataFrame | None = None) -> Explorer:
     """Open the explorer on a dataset folder, an hf://datasets/... path, or a DataFrame."""
-    from .results import load_results
+    from .dataset import load_results
 
     df = path_or_df if isinstance(path_or_df, pd.DataFrame) else load_results(path_or_df)
     return Explorer(df, rankings)

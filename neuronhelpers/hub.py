@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .cache import neuronhelpers_home
+from .settings import home
 
 SORTS = {"trending": "trending_score", "downloads": "downloads"}
 TASKS = ("text-generation", "image-text-to-text")
@@ -22,7 +22,7 @@ COLUMNS = ["view", "task", "rank", "model_id", "downloads", "trending_score", "l
 
 
 def snapshot_dir() -> Path:
-    return neuronhelpers_home() / "rankings"
+    return home() / "rankings"
 
 
 def fetch_rankings(*, tasks=TASKS, limit: int = 50, api=None) -> pd.DataFrame:

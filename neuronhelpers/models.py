@@ -14,10 +14,7 @@ from pathlib import Path
 
 from . import twins
 from .errors import UserError
-
-TEXT_GENERATION = twins.TEXT_GENERATION
-IMAGE_TEXT_TO_TEXT = twins.IMAGE_TEXT_TO_TEXT
-TASKS = (TEXT_GENERATION, IMAGE_TEXT_TO_TEXT)
+from .vocab import IMAGE_TEXT_TO_TEXT, TASKS, TEXT_GENERATION
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer_config.json")
@@ -39,6 +36,11 @@ class ModelRef:
         return self.twin_of is not None
 
 
+def is_local_path(model_id: str) -> bool:
+    """A row's model_id that names a folder (an absolute path), not a Hub id or a twin."""
+    return os.path.isabs(model_id) or model_id.startswith(("./", "../", "~"))
+
+
 def task_for_model_type(model_type: str | None) -> str:
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
@@ -53,8 +55,10 @@ def resolve_model(model: str, *, task: str | None = None, trust_remote_code: boo
         path = twins.build_twin(spec.model_type)
         return ModelRef(spec.model_id, str(path), spec.task, spec.model_type, twin_of=spec.model_type)
     if os.path.isdir(model):
-        folder = Path(model)
-        return _checked(model, folder, task, trust_remote_code, model_id=str(folder.resolve()))
+        # The row and the rendered run.py both name the absolute folder: run.py runs in another working
+        # directory, where a relative path would send from_pretrained to the Hub instead.
+        folder = Path(model).resolve()
+        return _checked(model, folder, task, trust_remote_code, model_id=str(folder), path=str(folder))
     if _HUB_ID.match(model):
         folder = _hub_snapshot(model)
         return _checked(model, folder, task, trust_remote_code, model_id=model, path=model)

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import recipe, results, vocab
+from . import dataset, recipe, results, vocab
 from .card import render_card
 from .errors import UserError
 
@@ -73,18 +73,30 @@ def _remote_hashes(api, repo_id: str, revision: str | None = None) -> dict[str, 
 def local_files(folder: str | Path) -> dict[str, bytes]:
     """What a dataset folder publishes: its version-pair Parquet files and a freshly generated card."""
     folder = Path(folder)
-    data = folder / results.DATA_DIR
+    data = folder / dataset.DATA_DIR
     files = sorted(p for p in data.glob("*.parquet") if not p.name.startswith(".")) if data.is_dir() else []
     if not files:
-        raise UserError(f"nothing to publish in '{folder}': no {results.DATA_DIR}/*.parquet (run a sweep into it first)")
-    for path in files:  # refuse to publish a file load_results would skip
+        raise UserError(f"nothing to publish in '{folder}': no {dataset.DATA_DIR}/*.parquet (run a sweep into it first)")
+    for path in files:  # refuse to publish a file load_results would skip, or rows naming this machine's folders
         try:
-            results.load_results_file(path)
+            table = dataset.load_results_file(path)
         except Exception as exc:  # noqa: BLE001
             raise UserError(f"'{path}' is not a valid results file ({exc}); fix or remove it before publishing") from None
-    out = {f"{results.DATA_DIR}/{p.name}": p.read_bytes() for p in files}
+        check_publishable_ids(table.column("model_id").to_pylist(), path.name)
+    out = {f"{dataset.DATA_DIR}/{p.name}": p.read_bytes() for p in files}
     out["README.md"] = render_card().encode()
     return out
+
+
+def check_publishable_ids(model_ids, where: str) -> None:
+    """A published row names a Hub model or a twin, never a folder on the machine that ran it."""
+    from .models import is_local_path
+
+    local = sorted({m for m in model_ids if m and is_local_path(m)})
+    if local:
+        raise UserError(f"{where} has rows for local checkpoint folders ({local[0]}{', ...' if len(local) > 1 else ''}): "
+                        "they cannot be published; push the checkpoint to the Hub and run it by its id, or remove "
+                        "those rows")
 
 
 def _unreachable_errors() -> tuple:
@@ -171,7 +183,7 @@ def read_contribution(path: str | Path) -> list[dict]:
     """Rows to contribute: a JSON row (`neuronhelpers run --json`), a JSON-lines file, or a dataset folder."""
     path = Path(path)
     if path.is_dir():
-        return results.load_results(path, validate=False).to_dict("records")
+        return dataset.load_results(path, validate=False).to_dict("records")
     try:
         text = path.read_text()
     except OSError as exc:
@@ -239,16 +251,17 @@ def contribute(path: str | Path, repo_id: str, *, dry_run: bool = False, api=Non
 
     api = api or HfApi()
     rows = validate_contribution(read_contribution(path))
+    check_publishable_ids([r["model_id"] for r in rows], str(path))
     with tempfile.TemporaryDirectory() as tmp:
-        for rel in sorted({results.version_pair_file(r) for r in rows}):
+        for rel in sorted({dataset.version_pair_file(r) for r in rows}):
             try:  # start from the dataset's current file so the PR adds rows rather than replacing them
                 remote = api.hf_hub_download(repo_id, rel, repo_type=REPO_TYPE)
                 os.makedirs(Path(tmp, rel).parent, exist_ok=True)
                 Path(tmp, rel).write_bytes(Path(remote).read_bytes())
             except (EntryNotFoundError, RepositoryNotFoundError):
                 pass
-        results.append_rows(tmp, rows)
-        files = {f"{results.DATA_DIR}/{p.name}": p.read_bytes() for p in sorted(Path(tmp, results.DATA_DIR).glob("*.parquet"))}
+        dataset.append_rows(tmp, rows)
+        files = {f"{dataset.DATA_DIR}/{p.name}": p.read_bytes() for p in sorted(Path(tmp, dataset.DATA_DIR).glob("*.parquet"))}
     models = ", ".join(sorted({r["model_id"] for r in rows}))
     return _commit(api, repo_id, files, f"Contribute results: {models}"[:200], dry_run=dry_run, create_pr=True,
                    max_attempts=1)

@@ -1,30 +1,64 @@
-"""The recipe: render the one run.py template into a standalone script and its requirements.txt.
+"""The recipe: render run.py from the shared scaffold and the library's recipe, and its requirements.txt.
 
-The loading / compile / generate logic lives only in ``run_py_template.py``; this module fills in
-the model's parameters. The harness executes exactly the rendered file and keeps its text in the row.
+The loading / compile / generate logic lives only in ``recipes/`` (the scaffold every run.py shares, and
+one recipe per library); this module joins them into one self-contained script in reading order and
+fills in the model's parameters. The harness executes exactly the rendered file and keeps its text in the
+row. Taught in notebook 02.
 """
 
 from __future__ import annotations
 
-import pprint
 import re
-from pathlib import Path
+from importlib import resources
 
+from . import vocab
 from .backends import Backend
-from .models import IMAGE_TEXT_TO_TEXT, ModelRef
+from .models import ModelRef
 from .versions import distribution_version
 
-TEMPLATE_PATH = Path(__file__).with_name("run_py_template.py")
 MAX_NEW_TOKENS = 32
 PROMPTS = {
-    "text-generation": "Write a short story about a robot who learns to paint.",
-    IMAGE_TEXT_TO_TEXT: "Describe this image in one sentence.",
+    vocab.TEXT_GENERATION: "Write a short story about a robot who learns to paint.",
+    vocab.IMAGE_TEXT_TO_TEXT: "Describe this image in one sentence.",
 }
+# The library whose recipe tests a task, and that recipe's file in recipes/.
+LIBRARY_FOR_TASK = {vocab.TEXT_GENERATION: "transformers", vocab.IMAGE_TEXT_TO_TEXT: "transformers"}
+RECIPE_FILES = {"transformers": "transformers_generate.py"}
+SCAFFOLD_FILE = "scaffold.py"
+
 _PARAMS_BLOCK = re.compile(r"(# --- parameters \(rendered\) ---\n).*?(\n# --- end parameters ---)", re.S)
+_BANNER = re.compile(r"^# ---- (.+?) -*$", re.M)
+_DROP = "# render: drop"
 
 
-def template_text() -> str:
-    return TEMPLATE_PATH.read_text()
+def recipe_source(name: str) -> str:
+    return resources.files("neuronhelpers.recipes").joinpath(name).read_text()
+
+
+def _sections(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the text before the first banner, [(section name, section text with its banner)])."""
+    text = "\n".join(line for line in text.splitlines() if not line.rstrip().endswith(_DROP)) + "\n"
+    marks = list(_BANNER.finditer(text))
+    preamble = text[: marks[0].start()] if marks else text
+    sections = [(m.group(1), text[m.start(): marks[i + 1].start() if i + 1 < len(marks) else len(text)].rstrip() + "\n")
+                for i, m in enumerate(marks)]
+    return preamble, sections
+
+
+def template_text(library: str = "transformers") -> str:
+    """The run.py of a library with an empty parameters block: scaffold and recipe in reading order."""
+    _, scaffold = _sections(recipe_source(SCAFFOLD_FILE))
+    docstring, recipe = _sections(recipe_source(RECIPE_FILES[library]))
+    shared = dict(scaffold)
+    own = [(name, body) for name, body in recipe if name != "helpers"]
+    helpers = [body for name, body in recipe if name == "helpers"]
+    # The scaffold's helpers follow the recipe's under the one "helpers" banner.
+    scaffold_helpers = shared["helpers"].split("\n", 1)[1].lstrip("\n")
+    parts = [docstring.strip() + "\n", shared["imports"], shared["parameters"], shared["main"],
+             *(body for _, body in own), shared["sharded launch"],
+             *(helpers or [shared["helpers"].split("\n", 1)[0] + "\n"]), scaffold_helpers,
+             'if __name__ == "__main__":\n    sys.exit(main(sys.argv[1:]))\n']
+    return "\n\n".join(part.strip("\n") + "\n" for part in parts)
 
 
 def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None, trust_remote_code: bool = False,
@@ -36,6 +70,7 @@ def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None
         "model_id": model.model_id,
         "model_path": model.path,
         "task": model.task,
+        "library": LIBRARY_FOR_TASK[model.task],
         "backend": backend.name,
         "device": backend.device,
         "compile_backend": backend.compile_backend,
@@ -47,16 +82,17 @@ def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None
         "prompt": PROMPTS[model.task],
         "trust_remote_code": bool(trust_remote_code),
         "revision": revision,
-        "top_k": 5,
+        "top_k": vocab.NEAR_TIE_TOP_K,
     }
 
 
 def render_run_py(params: dict) -> str:
     """The standalone run.py for these parameters (see ``recipe_params``)."""
-    block = "PARAMS = " + pprint.pformat(params, sort_dicts=False, width=100)
-    text, count = _PARAMS_BLOCK.subn(lambda m: m.group(1) + block + m.group(2), template_text(), count=1)
+    block = "PARAMS = {\n" + "".join(f"    {key!r}: {value!r},\n" for key, value in params.items()) + "}"
+    template = template_text(params.get("library", "transformers"))
+    text, count = _PARAMS_BLOCK.subn(lambda m: m.group(1) + block + m.group(2), template, count=1)
     if count != 1:
-        raise RuntimeError(f"{TEMPLATE_PATH} lost its parameters block")
+        raise RuntimeError("recipes/scaffold.py lost its parameters block")
     return text
 
 
@@ -78,13 +114,15 @@ def render_requirements(backend: Backend, task: str) -> str:
         # A local build label (torch's "+cpu") is not on PyPI: pin the public release.
         return f"{name}=={version.split('+')[0]}" if version else name
 
+    # torchvision is built against one torch: it travels with torch (processors with a video processor need it).
+    torch_family = ["torch"] + (["torchvision"] if task == vocab.IMAGE_TEXT_TO_TEXT and distribution_version("torchvision") else [])
     lines = []
     if backend.name == "neuron":
         lines.append("# Neuron SDK (preinstalled on the Neuron Deep Learning AMI / container): "
-                     + ", ".join(pin(n) for n in ("torch", "torch-neuronx", "neuronx-cc")))
+                     + ", ".join(pin(n) for n in (*torch_family, "torch-neuronx", "neuronx-cc")))
     else:
-        lines.append(pin("torch"))
+        lines += [pin(n) for n in torch_family]
     lines += [pin("transformers"), pin("accelerate"), pin("safetensors"), pin("tokenizers")]
-    if task == IMAGE_TEXT_TO_TEXT:
+    if task == vocab.IMAGE_TEXT_TO_TEXT:
         lines.append(pin("pillow"))
     return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from .cache import neuronhelpers_home
+from .settings import home
 from .recipe import template_text
 from .versions import distribution_version
 
@@ -21,7 +21,7 @@ _KEYED_PARAMS = ("task", "dtype", "max_new_tokens", "prompt", "top_k", "trust_re
 
 
 def reference_dir() -> Path:
-    return neuronhelpers_home() / "reference-cache"
+    return home() / "reference-cache"
 
 
 def checkpoint_identity(path: str) -> str | None:

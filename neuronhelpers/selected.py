@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .twins import IMAGE_TEXT_TO_TEXT as ITT
-from .twins import TEXT_GENERATION as TG
+from .vocab import IMAGE_TEXT_TO_TEXT as ITT
+from .vocab import TEXT_GENERATION as TG
 
 NOT_A_PRIORITY = "not a priority yet"
 
@@ -59,10 +59,11 @@ SELECTED = [
 
 def selected_twins() -> list[str]:
     """The twins that stand in for the Selected list offline: one per architecture, in list order."""
-    from .twins import TWINS
+    from .twins import architectures
 
+    known = {spec.model_type for spec in architectures()}
     seen = []
     for entry in SELECTED:
-        if entry.excluded is None and entry.model_type in TWINS and f"tiny/{entry.model_type}" not in seen:
+        if entry.excluded is None and entry.model_type in known and f"tiny/{entry.model_type}" not in seen:
             seen.append(f"tiny/{entry.model_type}")
     return seen

@@ -14,28 +14,26 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from . import results, versions
+from . import dataset, results, versions
 from .backends import Backend, get_backend
 from .errors import UserError
-from .harness import DEFAULT_TIMEOUT_S, run_model
+from .harness import prepare_run, run_model
+from .recipe import LIBRARY_FOR_TASK
 from .selected import SELECTED
+from .settings import DEFAULT_TIMEOUT_S
 from .vocab import EXCLUDED, PASS
 
 
-def resume_key(model_id: str, backend: Backend, cores: int = 1) -> tuple:
-    compiler, compiler_version = versions.compiler_for(backend)
-    return (model_id, backend.name, compiler, compiler_version, "transformers", versions.library_version(), cores)
-
-
 def excluded_rows(backend: Backend) -> list[dict]:
-    """EXCLUDED rows for the Selected models deliberately left out, with their reasons."""
+    """EXCLUDED rows for the Selected models deliberately left out, with their reasons (never run: no cores)."""
     compiler, compiler_version = versions.compiler_for(backend)
     core = versions.core_versions()
     return [
         results.new_row(model_id=e.model_id, task=e.task, model_type=e.model_type, result=EXCLUDED, error=e.excluded,
-                        neuron_cores=1, backend=backend.name, compiler=compiler, compiler_version=compiler_version,
-                        neuronx_cc=core["neuronx-cc"] if compiler == "neuronx-cc" else None, library="transformers",
-                        library_version=core["transformers"], torch=core["torch"])
+                        backend=backend.name, compiler=compiler, compiler_version=compiler_version,
+                        neuronx_cc=core["neuronx-cc"] if compiler == "neuronx-cc" else None,
+                        library=LIBRARY_FOR_TASK[e.task], library_version=versions.library_version(LIBRARY_FOR_TASK[e.task]),
+                        torch=core["torch"])
         for e in SELECTED
         if e.excluded
     ]
@@ -88,29 +86,33 @@ def cpu_slots(jobs: int) -> list[set[int] | None]:
 def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None = None, jobs: int = 1,
           timeout: float = DEFAULT_TIMEOUT_S, rerun: bool = False, progress: bool = True,
           memory_limit_bytes: int | None = None, include_excluded: bool = False) -> list[dict]:
-    """Run every model not yet recorded in ``out`` and append its row there as soon as it finishes."""
+    """Run every model not yet recorded in ``out`` and append its row there as soon as it finishes.
+
+    "Recorded" is decided by the one resume key (``results.resume_key``) of the model as resolved and
+    planned, the same key its row carries: a folder given by a relative path, or a model planned on
+    several cores, is recognised on the next sweep.
+    """
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     out = Path(out)
-    done = set() if rerun else results.recorded_keys(out)
-    todo = [m for m in dict.fromkeys(models) if resume_key(m, be) not in done]
-    skipped = len(dict.fromkeys(models)) - len(todo)
+    done = set() if rerun else dataset.recorded_keys(out)
+    models = list(dict.fromkeys(models))
     if include_excluded:
-        fresh = [r for r in excluded_rows(be) if rerun or resume_key(r["model_id"], be) not in done]
+        fresh = [r for r in excluded_rows(be) if rerun or results.resume_key(r) not in done]
         if fresh:
-            results.append_rows(out, fresh)
+            dataset.append_rows(out, fresh)
 
     slots: queue.Queue = queue.Queue()
     for slot in (neuron_slots(jobs) if be.name == "neuron" else cpu_slots(jobs)):
         slots.put(slot)
     write_lock = threading.Lock()
     rows: list[dict] = []
-
     running: dict[str, None] = {}
-    counts = {"passed": 0, "finished": 0}
+    counts = {"passed": 0, "finished": 0, "recorded": 0, "skipped": 0}
 
     def show():
         if bar is not None:
-            bar.set_postfix_str(f"running={','.join(running) or '-'} passed={counts['passed']}/{counts['finished']}")
+            bar.set_postfix_str(f"passed={counts['passed']}/{counts['finished']} recorded={counts['recorded']} "
+                                f"running={','.join(running) or '-'}")
 
     def one(model: str) -> dict | None:
         slot = slots.get()
@@ -122,17 +124,26 @@ def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None =
             neuron = be.name == "neuron"
             env = {"NEURON_RT_VISIBLE_CORES": slot} if neuron and slot is not None else None
             try:
-                row = run_model(model, backend=be, timeout=timeout, memory_limit_bytes=memory_limit_bytes,
-                                cpus=None if neuron else slot, env=env)
+                planned = prepare_run(model, backend=be)
             except UserError as err:
                 # Bad input (an unknown id, a model not at hand offline) says nothing about the model: one line,
                 # no row, and the sweep goes on. A rerun picks it up once it is fixed.
                 _say(f"skipped {model}: {err}", bar)
+                counts["skipped"] += 1
+                planned = None
+            if isinstance(planned, dict):  # no verdict can be reached here (e.g. the twin cannot be built)
+                row = planned if rerun or results.resume_key(planned) not in done else None
+            elif planned is not None:
+                if rerun or planned.resume_key() not in done:
+                    row = run_model(planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes,
+                                    cpus=None if neuron else slot, env=env)
             with write_lock:
                 if row is not None:
-                    results.append_rows(out, [row])
+                    dataset.append_rows(out, [row])
                     counts["finished"] += 1
                     counts["passed"] += row["result"] == PASS
+                elif planned is not None:
+                    counts["recorded"] += 1
                 running.pop(model, None)
                 show()
                 if bar is not None:
@@ -141,10 +152,10 @@ def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None =
         finally:
             slots.put(slot)
 
-    bar = _progress(len(todo), progress, be, skipped)
+    bar = _progress(len(models), progress, be)
     try:
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
-            for future in as_completed([pool.submit(one, m) for m in todo]):
+            for future in as_completed([pool.submit(one, m) for m in models]):
                 if future.result() is not None:
                     rows.append(future.result())
     finally:
@@ -161,13 +172,12 @@ def _say(line: str, bar) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def _progress(total: int, enabled: bool, be: Backend, skipped: int):
+def _progress(total: int, enabled: bool, be: Backend):
     if not enabled:
         return None
     from tqdm.auto import tqdm
 
-    desc = f"sweep[{be.name}]" + (f" ({skipped} already recorded)" if skipped else "")
-    return tqdm(total=total, desc=desc, unit="model", dynamic_ncols=True)
+    return tqdm(total=total, desc=f"sweep[{be.name}]", unit="model", dynamic_ncols=True)
 
 
 

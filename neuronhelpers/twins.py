@@ -1,4 +1,4 @@
-"""Tiny twins: real transformers architectures with shrunk dimensions, built offline.
+"""Tiny twins: real transformers architectures with shrunk dimensions, built offline, one per architecture.
 
 A twin stands in for a Hub checkpoint in tests and offline sweeps. It is the architecture's real
 config class and modeling code, with small dimensions, random weights from a fixed seed, and a
@@ -6,7 +6,12 @@ tokenizer (plus image processor / processor for vision-language models) built lo
 with ``save_pretrained`` and loaded back with ``from_pretrained``, so it exercises exactly the code
 path that decides whether an architecture compiles. A twin is addressed as ``tiny/<model_type>``.
 
-Adding a text architecture whose config shrinks generically is one line in ``TEXT_TWINS``.
+The architectures are enumerated from transformers' own auto mappings (causal LM and
+image-text-to-text) of the installed release: no hand list. A family that needs more than the generic
+shrink has a data entry in ``TWIN_OVERRIDES`` with a one-line reason. A twin counts only when it runs
+eagerly after loading back (a forward pass and a few greedy tokens); when it cannot be built or does not
+run, ``build_twin`` raises ``TwinUnavailable`` with the reason, and the catalog records the architecture
+as UNTESTED, never FAIL. Taught in notebook 02 and the architecture catalog notebook.
 """
 
 from __future__ import annotations
@@ -20,14 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UserError
+from .vocab import IMAGE_TEXT_TO_TEXT, TEXT_GENERATION
 
 TWIN_PREFIX = "tiny/"
 SEED = 0
 # Bumped when the way twins are built changes, so cached twins are rebuilt.
-TWIN_FORMAT = 3
+TWIN_FORMAT = 4
+# A twin must stay tiny: it is built, compiled and run for every architecture on two CPU cores.
+MAX_TWIN_PARAMETERS = 3_000_000
 
-TEXT_GENERATION = "text-generation"
-IMAGE_TEXT_TO_TEXT = "image-text-to-text"
 
 # Shrunk text dimensions (sliding windows keep each architecture's default, as its checkpoints do). Only attributes a config already has are set (attribute maps such as
 # gpt2's n_embd -> hidden_size are honoured by setattr), so one table serves every architecture.
@@ -52,6 +58,54 @@ TEXT_SHRINK = {
     "decoder_sparse_step": 1,
     "mlp_only_layers": [],
     "max_window_layers": 2,
+    "n_routed_experts": 4,
+    "n_shared_experts": 1,
+    "n_group": 1,
+    "topk_group": 1,
+    # multi-head latent attention (deepseek family)
+    "kv_lora_rank": 16,
+    "q_lora_rank": 32,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 8,
+    "v_head_dim": 16,
+    # partial rotary embeddings sized for head_dim 16
+    "rotary_dim": 8,
+    # encoder-decoder families used as decoders (bart, marian, pegasus, ...)
+    "d_model": 64,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128,
+    # state-space and linear-attention layers
+    "state_size": 8,
+    "ssm_state_size": 8,
+    "mamba_d_state": 8,
+    "mamba_n_heads": 4,
+    "mamba_head_dim": 16,
+    "mamba_expand": 2,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+    "linear_key_head_dim": 16,
+    "linear_value_head_dim": 16,
+    "mamba_d_head": 32,
+    "mamba_n_groups": 1,
+    "n_groups": 1,
+    "time_step_rank": 8,
+    # other names of the same sizes
+    "dim_model": 64,
+    "dim_ff": 128,
+    "dim_head": 16,
+    "num_heads": 4,
+    "num_layers": 2,
+    "expert_ffn_hidden_size": 64,
+    "zero_expert_num": 2,
+    "moe_topk": 2,
+    "qk_head_dim": 16,
+    "index_n_heads": 2,
+    "index_head_dim": 16,
+    "index_topk": 8,
 }
 VISION_SHRINK = {
     "hidden_size": 32,
@@ -77,34 +131,61 @@ class TwinSpec:
         return TWIN_PREFIX + self.model_type
 
 
-# The list is data: a text architecture that shrinks generically is one line here.
-TEXT_TWINS = [
-    TwinSpec("llama"),
-    # Mistral-7B-v0.3 and later disable the sliding window that MistralConfig still defaults to (v0.1's 4096).
-    TwinSpec("mistral", overrides={"sliding_window": None}),
-    TwinSpec("qwen2"),
-    TwinSpec("qwen3"),
-    TwinSpec("gemma2"),
-    TwinSpec("gemma3_text"),
-    TwinSpec("phi3"),
-    TwinSpec("granite"),
-    TwinSpec("olmo2"),
-    TwinSpec("smollm3"),
-    TwinSpec("gpt2"),
-    TwinSpec("gpt_neox"),
-    TwinSpec("falcon"),
-    TwinSpec("starcoder2"),
-    TwinSpec("qwen3_moe"),
-    TwinSpec("mixtral"),
-]
-VLM_TWINS = [
-    TwinSpec("llava", IMAGE_TEXT_TO_TEXT),
-    TwinSpec("qwen2_vl", IMAGE_TEXT_TO_TEXT),
-    TwinSpec("gemma3", IMAGE_TEXT_TO_TEXT),
-    TwinSpec("idefics3", IMAGE_TEXT_TO_TEXT),
-    TwinSpec("paligemma", IMAGE_TEXT_TO_TEXT),
-]
-TWINS = {spec.model_type: spec for spec in TEXT_TWINS + VLM_TWINS}
+# Families that need more than the generic shrink: (config overrides, the one-line reason).
+TWIN_OVERRIDES: dict[str, tuple[dict, str]] = {
+    "mistral": ({"sliding_window": None},
+                "Mistral-7B-v0.3 and later disable the sliding window that MistralConfig still defaults to (v0.1's 4096)"),
+    "gpt_neo": ({"attention_types": [[["global", "local"], 1]]},
+                "its layer pattern is a (pattern, repeats) pair: one global and one local layer"),
+    "jamba": ({"attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2, "expert_layer_offset": 1},
+              "its attention and expert layers are placed by period and offset: one of each in two layers"),
+    "bamba": ({"attn_layer_indices": [1]}, "its default config has no attention layer; real checkpoints place some"),
+    "granitemoehybrid": ({"layer_types": ["mamba", "attention"]},
+                         "its default config has no attention layer; real checkpoints mix mamba and attention"),
+    "mamba2": ({"num_heads": 8}, "Mamba2 needs num_heads * head_dim == expand * hidden_size (8 * 16 == 2 * 64)"),
+    "zaya": ({"num_experts_per_tok": 1}, "ZAYA supports one expert per token only"),
+    "reformer": ({"is_decoder": True, "axial_pos_embds_dim": [32, 32]},
+                 "ReformerModelWithLMHead generates only as a decoder; its axial position sizes must sum to hidden_size"),
+    "recurrent_gemma": ({"block_types": ["recurrent", "attention"]},
+                        "its block pattern repeats every three layers: keep one recurrent and one attention block"),
+}
+
+
+def _mappings() -> tuple[dict, dict]:
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+    )
+
+    return MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+
+def architectures(task: str | None = None) -> list[TwinSpec]:
+    """Every architecture of the installed transformers for the catalog's tasks, one twin spec each.
+
+    A model type mapped for image-text-to-text is tested as such (its causal-LM mapping, where it has one,
+    points at the same multimodal class); the rest of the causal-LM mapping is text-generation.
+    """
+    causal, vision = _mappings()
+    specs = [TwinSpec(t, IMAGE_TEXT_TO_TEXT, TWIN_OVERRIDES.get(t, ({}, ""))[0]) for t in vision]
+    specs += [TwinSpec(t, TEXT_GENERATION, TWIN_OVERRIDES.get(t, ({}, ""))[0]) for t in causal if t not in vision]
+    specs.sort(key=lambda spec: spec.model_type)
+    return [spec for spec in specs if task is None or spec.task == task]
+
+
+def mapped_tasks(model_type: str) -> list[str]:
+    """The catalog tasks whose auto mapping lists this model type (a type can be in both)."""
+    causal, vision = _mappings()
+    return [task for task, mapping in ((TEXT_GENERATION, causal), (IMAGE_TEXT_TO_TEXT, vision)) if model_type in mapping]
+
+
+class TwinUnavailable(UserError):
+    """No tiny twin of this architecture can be built and run here: the architecture is UNTESTED, not FAILED."""
+
+    def __init__(self, spec: TwinSpec, reason: str, cause: str, stage: str = "twin"):
+        super().__init__(f"no tiny twin of '{spec.model_type}' could be built here: {reason}")
+        self.spec, self.reason, self.cause, self.stage = spec, reason, cause, stage
+
 
 # Tokenizer: a byte-level BPE trained on this text, so decoded output reads as (broken) English.
 _CORPUS = """\
@@ -154,9 +235,10 @@ _LOGIT_SCALE = 20.0
 
 
 def twin_home() -> Path:
-    """Where built twins are cached (``NEURONHELPERS_HOME``/twins, default ~/.cache/neuronhelpers)."""
-    base = os.environ.get("NEURONHELPERS_HOME") or os.path.join(Path.home(), ".cache", "neuronhelpers")
-    return Path(base) / "twins"
+    """Where built twins are cached (``NEURONHELPERS_HOME``/twins)."""
+    from .settings import home
+
+    return home() / "twins"
 
 
 def is_twin_id(model_id: str) -> bool:
@@ -164,24 +246,29 @@ def is_twin_id(model_id: str) -> bool:
 
 
 def twin_spec(model_id_or_type: str) -> TwinSpec:
+    """The spec of ``tiny/<model_type>`` for any architecture the installed transformers maps to a catalog task."""
     model_type = model_id_or_type[len(TWIN_PREFIX) :] if is_twin_id(model_id_or_type) else model_id_or_type
-    try:
-        return TWINS[model_type]
-    except KeyError:
-        raise UserError(
-            f"unknown twin '{model_id_or_type}': no tiny twin for model_type '{model_type}'; "
-            f"choose one of {', '.join(TWIN_PREFIX + t for t in sorted(TWINS))}"
-        ) from None
+    for spec in architectures():
+        if spec.model_type == model_type:
+            return spec
+    from difflib import get_close_matches
+
+    close = get_close_matches(model_type, [s.model_type for s in architectures()], n=3)
+    hint = f"did you mean {', '.join(TWIN_PREFIX + c for c in close)}?" if close else \
+        "`neuronhelpers twins --all` lists every architecture"
+    raise UserError(f"unknown twin '{model_id_or_type}': transformers maps no text-generation or image-text-to-text "
+                    f"architecture named '{model_type}'; {hint}") from None
 
 
 def _spec_digest(spec: TwinSpec) -> str:
+    """What a built twin (or a remembered failure) depends on: the spec, this builder's code, the transformers and
+    torch releases. Any change builds the twin anew."""
+    import torch
     import transformers
 
-    blob = json.dumps(
-        [TWIN_FORMAT, spec.model_type, spec.task, spec.overrides, TEXT_SHRINK, VISION_SHRINK, transformers.__version__],
-        sort_keys=True,
-        default=str,
-    )
+    builder = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    blob = json.dumps([TWIN_FORMAT, spec.model_type, spec.task, spec.overrides, builder, transformers.__version__,
+                       torch.__version__.split("+")[0]], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
@@ -191,30 +278,128 @@ def twin_path(model_id_or_type: str) -> Path:
     return twin_home() / f"{spec.model_type}-{_spec_digest(spec)}"
 
 
-def build_twin(model_id_or_type: str, *, force: bool = False) -> Path:
+BUILD_TIMEOUT_S = 300.0
+BUILD_MEMORY_BYTES = 8 * 2**30
+
+
+def build_twin(model_id_or_type: str, *, force: bool = False, isolated: bool = True) -> Path:
     """Build (or reuse) the twin and return the folder ``from_pretrained`` loads it from.
 
-    The folder is written under a temporary name and renamed into place, so a half-built twin is
-    never seen by another process.
+    The build runs in a child process (``isolated``) with a timeout and a memory limit: building runs the
+    architecture's own code, and a crash, hang or runaway allocation there must cost one architecture, not
+    the sweep. The folder is written under a temporary name, checked (it must load back and run eagerly),
+    then renamed into place, so a half-built or broken twin is never seen by another process. When the
+    twin cannot be built or does not run, ``TwinUnavailable`` says why; the failure is remembered next to
+    the twins (keyed like the twin) so the next sweep does not pay for it again (``force`` retries).
     """
     spec = twin_spec(model_id_or_type)
     dest = twin_path(spec.model_type)
-    if dest.is_dir() and (dest / "config.json").is_file() and not force:
-        return dest
+    failed = _unavailable_marker(dest)
+    if not force:
+        known = known_twin(spec)
+        if known is not None:
+            return known
+    if isolated:
+        return _build_in_child(spec, force)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{spec.model_type}-", dir=dest.parent))
     try:
         _write_twin(spec, tmp)
+        check_twin_runs(spec, tmp)
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(tmp, dest)
+        failed.unlink(missing_ok=True)
     except Exception as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise UserError(
-            f"tiny twin '{spec.model_id}' did not build with the installed transformers: "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
+        unavailable = _unavailable(spec, exc)
+        tmp_failed = failed.with_name(f".{failed.name}.{os.getpid()}")
+        tmp_failed.write_text(json.dumps({"reason": unavailable.reason, "cause": unavailable.cause,
+                                          "stage": unavailable.stage}))
+        os.replace(tmp_failed, failed)
+        raise unavailable from exc
     return dest
+
+
+def _unavailable_marker(dest: Path) -> Path:
+    return dest.with_name(dest.name + ".unavailable.json")
+
+
+def known_twin(spec: TwinSpec) -> Path | None:
+    """The built twin's folder; raises TwinUnavailable when building it failed before; None when never tried."""
+    dest = twin_path(spec.model_type)
+    if dest.is_dir() and (dest / "config.json").is_file():
+        return dest
+    marker = _unavailable_marker(dest)
+    if marker.is_file():
+        known = json.loads(marker.read_text())
+        raise TwinUnavailable(spec, known["reason"], known["cause"], known.get("stage", "twin"))
+    return None
+
+
+def _build_in_child(spec: TwinSpec, force: bool) -> Path:
+    """Build in a child process (``python -m neuronhelpers.twins build``); read the outcome from disk."""
+    from .runner import execute
+
+    args = ["build", spec.model_type] + (["--force"] if force else [])
+    outcome = execute(None, args, module="neuronhelpers.twins", timeout=BUILD_TIMEOUT_S,
+                      memory_limit_bytes=BUILD_MEMORY_BYTES)
+    found = known_twin(spec)  # the child wrote the twin, or the reason it could not
+    if found is not None:
+        return found
+    if outcome.timed_out:
+        why, cause = f"the build did not finish within {BUILD_TIMEOUT_S:g} s", "twin build: timeout"
+    elif outcome.signal_name:
+        why, cause = f"the build crashed ({outcome.signal_name})", f"twin build: crashed ({outcome.signal_name})"
+    else:
+        last = (outcome.stderr.strip().splitlines() or [f"exit status {outcome.returncode}"])[-1][:300]
+        why, cause = f"the build failed: {last}", "twin build: failed without a reason"
+    raise TwinUnavailable(spec, why, cause)
+
+
+def _unavailable(spec: TwinSpec, exc: Exception) -> TwinUnavailable:
+    """Why a twin could not be built or run, in words and as a cause signature."""
+    import traceback
+
+    from .causes import missing_package, normalise
+
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    reason = f"{type(exc).__name__}: {message[:300]}" if message else type(exc).__name__
+    package = missing_package(reason, "".join(traceback.format_exception(exc)))
+    if package:
+        return TwinUnavailable(spec, f"it needs the package '{package}', which is not installed here ({reason})",
+                               f"missing package: {package}", stage="dependency")
+    step = getattr(exc, "twin_step", "build")
+    return TwinUnavailable(spec, f"{step} failed: {reason}",
+                           f"twin {step}: {type(exc).__name__}: {normalise(message)[:100]}")
+
+
+def check_twin_runs(spec: TwinSpec, folder: Path) -> None:
+    """The twin loads back with from_pretrained and runs eagerly: a forward pass and 4 greedy tokens.
+
+    A twin that cannot do this would make any failure of the compiled run meaningless, so it is not a twin.
+    """
+    import torch
+
+    from .recipes.transformers_generate import load
+
+    try:
+        params = {"model_path": str(folder), "task": spec.task, "trust_remote_code": False, "revision": None,
+                  "parallelism": "none", "prompt": "Describe this image in one sentence." if spec.task == IMAGE_TEXT_TO_TEXT
+                  else "Write a short story about a robot who learns to paint."}
+        model, tokenizer, inputs = load(params, "cpu", torch.float32)
+        parameters = sum(p.numel() for p in model.parameters())
+        if parameters > MAX_TWIN_PARAMETERS:
+            raise ValueError(f"the shrunk model still has {parameters:,} parameters (more than {MAX_TWIN_PARAMETERS:,})")
+        with torch.inference_mode():
+            model(**inputs)
+            pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+            out = model.generate(**inputs, max_new_tokens=4, min_new_tokens=4, do_sample=False, pad_token_id=pad)
+        if out.shape[-1] - inputs["input_ids"].shape[-1] != 4:
+            raise ValueError(f"generate() returned {out.shape[-1] - inputs['input_ids'].shape[-1]} new tokens, not 4")
+    except Exception as exc:
+        exc.twin_step = "eager check"
+        raise
 
 
 def _build_tokenizer(model_type: str):
@@ -274,16 +459,96 @@ def _shrink(config, table: dict, overrides: dict | None = None) -> None:
         config.layer_types = [kinds[i % len(kinds)] for i in range(layers)]
 
 
-def _text_config(model_type: str, tok, overrides: dict | None = None):
-    from transformers import AutoConfig
+_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers")
 
-    config = AutoConfig.for_model(model_type)
-    _shrink(config, TEXT_SHRINK, overrides)
-    config.vocab_size = len(tok)
-    for name, token_id in (("bos_token_id", tok.bos_token_id), ("eos_token_id", tok.eos_token_id), ("pad_token_id", tok.pad_token_id)):
-        if hasattr(config, name):
-            setattr(config, name, token_id)
-    return config
+
+def _fields(cls) -> set[str]:
+    import dataclasses
+
+    return {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+
+
+def _field_for(cls, key: str) -> str | None:
+    """The constructor field a table key names for this config class (through its attribute_map), or None."""
+    fields = _fields(cls)
+    if key in fields:
+        return key
+    mapped = getattr(cls, "attribute_map", {}).get(key)
+    return mapped if mapped in fields else None
+
+
+def _layer_count(config) -> int | None:
+    for key in _LAYER_KEYS:
+        value = getattr(config, key, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _resized(sequence, n: int):
+    """A per-layer list or pattern string cut to n layers, keeping every kind of layer it mixes (in order of
+    first appearance, cycled): a hybrid or sliding-window model keeps its hybrid and sliding layers."""
+    kinds = list(dict.fromkeys(sequence))
+    items = [kinds[i % len(kinds)] for i in range(n)]
+    return "".join(items) if isinstance(sequence, str) else tuple(items) if isinstance(sequence, tuple) else items
+
+
+# Sizes a config may leave unset (None) when the architecture can run without them, but which a twin sets so
+# that the feature they size (experts, for one) is built and tested.
+_SET_EVEN_IF_UNSET = {"n_routed_experts", "num_experts_per_tok", "n_shared_experts", "head_dim", "num_key_value_heads",
+                      "num_kv_heads", "intermediate_size", "n_inner"}
+
+
+def _value(config, name):
+    try:
+        return getattr(config, name, None)
+    except Exception:  # noqa: BLE001 - e.g. a per-layer attribute that refuses a global read
+        return None
+
+
+def shrunk_config(model_type: str, table: dict, overrides: dict | None = None, **fixed):
+    """The architecture's own config class built small: see ``shrunk_config_of``."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return shrunk_config_of(CONFIG_MAPPING[model_type], table, overrides, **fixed)
+
+
+def shrunk_config_of(cls, table: dict, overrides: dict | None = None, **fixed):
+    """A config class built small, in one constructor call (its validators see a consistent config): every size
+    in ``table`` the class has, nested sub-configs shrunk the same way, per-layer lists and patterns cut to the
+    new layer count, layer indices clamped, then ``fixed`` values and the family's ``overrides``."""
+    from transformers import PretrainedConfig
+
+    default = cls()
+    kwargs = {}
+    for key, value in table.items():
+        name = _field_for(cls, key)
+        if name is not None and (_value(default, name) is not None or name in _SET_EVEN_IF_UNSET):
+            kwargs[name] = value
+    before = _layer_count(default)
+    after = next((kwargs[f] for f in (_field_for(cls, k) for k in _LAYER_KEYS) if f in kwargs), before)
+    for name in _fields(cls) - set(kwargs) - set(overrides or {}):
+        value = _value(default, name)
+        if isinstance(value, PretrainedConfig):  # a nested part (an encoder, a depth decoder, an audio tower...)
+            kwargs[name] = shrunk_config_of(type(value), table, **fixed).to_dict()
+        elif before and after and before != after:
+            if isinstance(value, (list, tuple)) and len(value) == before:
+                kwargs[name] = _resized(value, after)
+            elif isinstance(value, str) and len(value) == before and 1 < len(set(value)) <= 4:  # "M-M*-" patterns
+                kwargs[name] = _resized(value, after)
+            elif isinstance(value, int) and not isinstance(value, bool) and name.startswith(("first_k", "num_dense")):
+                kwargs[name] = min(value, after - 1)
+            elif isinstance(value, int) and not isinstance(value, bool) and name == "num_kv_shared_layers":
+                kwargs[name] = min(value, after // 2)
+    kwargs.update({k: v for k, v in fixed.items() if _field_for(cls, k)})
+    kwargs.update(overrides or {})
+    return cls(**kwargs)
+
+
+def _text_config(model_type: str, tok, overrides: dict | None = None):
+    token_ids = {"vocab_size": len(tok), "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id,
+                 "pad_token_id": tok.pad_token_id}
+    return shrunk_config(model_type, TEXT_SHRINK, overrides, **token_ids)
 
 
 def _vision_config(config) -> None:
@@ -303,6 +568,17 @@ def _write_twin(spec: TwinSpec, folder: Path) -> None:
         hf_logging.set_verbosity(verbosity)
 
 
+def _check_size(auto_class, config) -> None:
+    """Refuse a config that did not shrink before any memory is spent on it (counted on the meta device)."""
+    import torch
+
+    with torch.device("meta"):
+        parameters = sum(p.numel() for p in auto_class.from_config(config).parameters())
+    if parameters > MAX_TWIN_PARAMETERS:
+        raise ValueError(f"the shrunk config still has {parameters:,} parameters (more than {MAX_TWIN_PARAMETERS:,}): "
+                         "a size this architecture names differently was not shrunk")
+
+
 def _write_twin_files(spec: TwinSpec, folder: Path) -> None:
     import torch
 
@@ -311,12 +587,15 @@ def _write_twin_files(spec: TwinSpec, folder: Path) -> None:
         from transformers import AutoModelForCausalLM
 
         config = _text_config(spec.model_type, tok, spec.overrides)
+        _check_size(AutoModelForCausalLM, config)
         torch.manual_seed(SEED)
         model = AutoModelForCausalLM.from_config(config)
         processor = None
     else:
         from transformers import AutoModelForImageTextToText
 
+        if spec.model_type not in _VLM_BUILDERS:
+            raise NotImplementedError("no vision-language twin builder covers this architecture yet")
         config, processor = _VLM_BUILDERS[spec.model_type](tok)
         torch.manual_seed(SEED)
         model = AutoModelForImageTextToText.from_config(config)
@@ -380,25 +659,13 @@ def _qwen2_vl(tok):
     image_processor = Qwen2VLImageProcessorPil(
         size={"shortest_edge": side * side, "longest_edge": side * side}, patch_size=14, merge_size=2, temporal_patch_size=2
     )
-    try:
-        processor = Qwen2VLProcessor(image_processor=image_processor, tokenizer=tok, chat_template=tok.chat_template)
-    except AttributeError:
-        # transformers cannot construct Qwen2VLProcessor without torchvision (its video processor registry is
-        # a placeholder). Save the parts a real checkpoint has, so the twin exists and a run reports the
-        # failure at load, exactly as the real model would here.
-        processor = _SavedParts(image_processor, {"processor_class": "Qwen2VLProcessor"})
+    # Its video processor needs torchvision: without it the twin cannot be built here (UNTESTED, dependency).
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
+    video_processor = Qwen2VLVideoProcessor(patch_size=14, merge_size=2, temporal_patch_size=2)
+    processor = Qwen2VLProcessor(image_processor=image_processor, tokenizer=tok, video_processor=video_processor,
+                                 chat_template=tok.chat_template)
     return config, processor
-
-
-class _SavedParts:
-    """Stands where a processor object cannot be built: saves its image processor and processor_config.json."""
-
-    def __init__(self, image_processor, processor_config: dict):
-        self.image_processor, self.processor_config = image_processor, processor_config
-
-    def save_pretrained(self, folder) -> None:
-        self.image_processor.save_pretrained(folder)
-        (Path(folder) / "processor_config.json").write_text(json.dumps(self.processor_config, indent=1))
 
 
 def _gemma3(tok):
@@ -508,3 +775,23 @@ def broken_twin(model_id_or_type: str, dest: str | Path, how: str) -> Path:
         for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"):
             (dest / name).unlink(missing_ok=True)
     return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m neuronhelpers.twins build MODEL_TYPE [--force]``: build one twin in this process."""
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) < 2 or argv[0] != "build":
+        print("usage: python -m neuronhelpers.twins build MODEL_TYPE [--force]", file=sys.stderr)
+        return 2
+    try:
+        print(build_twin(argv[1], force="--force" in argv, isolated=False))
+    except TwinUnavailable as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,4 +1,7 @@
-"""Version detection: the one place that says which torch, transformers, Neuron packages and compiler ran."""
+"""Version detection: the one place that says which torch, transformers, Neuron packages and compiler ran.
+
+Taught in notebook 02 (what a row records) and 05 (releases side by side).
+"""
 
 from __future__ import annotations
 
@@ -35,8 +38,30 @@ def compiler_for(backend: Backend) -> tuple[str, str | None]:
     """(compiler, version) that compiles graphs on this backend: neuronx-cc on Trainium, inductor (torch's) elsewhere."""
     if backend.name == "neuron":
         return "neuronx-cc", distribution_version("neuronx-cc")
-    return "inductor", distribution_version("torch")
+    torch = distribution_version("torch")
+    # The compiler is the same for torch's CPU and CUDA builds ("2.14.1+cu130", "2.13.0+cpu"): the public release.
+    return "inductor", torch.split("+")[0] if torch else None
 
 
 def library_version(library: str = "transformers") -> str | None:
     return distribution_version(library)
+
+
+# The Neuron SDK release that ships each torch-neuronx (TorchNeuron) release, from the Neuron release notes
+# ("Neuron Component Release Notes"): TorchNeuron 2.14.3.0 and 2.13.3.0 are Neuron 2.33.0.
+TORCH_NEURONX_SDK = {"2.14.3": "2.33.0", "2.13.3": "2.33.0"}
+
+
+def neuron_sdk_release() -> str | None:
+    """The Neuron SDK release in use: NEURON_SDK_VERSION where the container or the user sets it, else the
+    release that ships the installed torch-neuronx; None where no Neuron package is installed."""
+    import os
+
+    explicit = os.environ.get("NEURON_SDK_VERSION")
+    if explicit:
+        return explicit
+    installed = distribution_version("torch-neuronx")
+    if not installed:
+        return None
+    release = ".".join(installed.split("+")[0].split(".")[:3])
+    return TORCH_NEURONX_SDK.get(release)

@@ -1,21 +1,34 @@
-"""The result vocabulary: the one definition of what a row's result, stage and verification can be.
+"""The result vocabulary: the one definition of what a row's task, result, stage and verification can be.
 
 Everything else (harness, dataset validation, card, explorer) reads these tables; the dataset card's
-explanations are generated from the descriptions here.
+explanations are generated from the descriptions here. Taught in notebook 04.
 """
+
+# Tasks the catalog tests (the Hub's pipeline tags).
+TEXT_GENERATION = "text-generation"
+IMAGE_TEXT_TO_TEXT = "image-text-to-text"
+TASKS = {
+    TEXT_GENERATION: "A causal language model generates text from a text prompt (AutoModelForCausalLM).",
+    IMAGE_TEXT_TO_TEXT: "A vision-language model generates text from an image and a prompt (AutoModelForImageTextToText).",
+}
 
 PASS = "PASS"
 FAIL = "FAIL"
 EXCLUDED = "EXCLUDED"
+UNTESTED = "UNTESTED"
 
 RESULTS = {
     PASS: "The model loaded with from_pretrained, compiled with fullgraph=True and generated 32 greedy "
     "tokens with a static KV cache, and the tokens passed the check named in `verification`. PASS says "
     "nothing about throughput or longer generations.",
-    FAIL: "The run did not complete or its tokens did not pass the check; `stage` says where it failed and "
-    "`error` gives the last meaningful line of the error (`traceback` holds the whole of it).",
+    FAIL: "The model failed under the recipe: the run did not complete or its tokens did not pass the check. "
+    "`stage` says where it failed, `cause` gives a short signature shared by failures of the same origin, and "
+    "`error` names the exception and the first line of its message, the cause a user should read first "
+    "(`traceback` holds the whole of it).",
     EXCLUDED: "Deliberately not run; `error` gives the reason (e.g. 'not a priority yet', 'incompatible: ...', "
     "or that it needs more than 16 cores).",
+    UNTESTED: "No verdict about the model could be reached where the test ran, for a reason that is not the "
+    "model's: `stage` says which (see Untested reasons) and `error` says what to do. Neither a PASS nor a FAIL.",
 }
 
 STAGES = {
@@ -26,6 +39,16 @@ STAGES = {
     "timeout": "The run did not finish within its time limit and was stopped.",
     "mismatch": "The generated tokens differ from the CPU reference at a position where the reference was not near a tie.",
     "reference": "The CPU eager reference run itself failed; the model's device run is not blamed.",
+}
+
+# Why a row is UNTESTED: it goes in the row's `stage` column (FAIL rows use STAGES).
+UNTESTED_STAGES = {
+    "twin": "No tiny twin of the architecture could be built and run eagerly here (its config cannot be shrunk, "
+    "its processor cannot be built offline, it is not a text model despite the mapping, ...).",
+    "dependency": "The model needs a package that is not installed where the test ran (the error names it); "
+    "install it and run again.",
+    "infrastructure": "The machine running the test failed repeatedly (a worker node died); the model itself never "
+    "reported a result.",
 }
 
 # Verification: how a PASS was established.
@@ -51,7 +74,7 @@ class VocabularyError(ValueError):
 
 def check_value(kind: str, value) -> None:
     """Raise VocabularyError naming the value when it is not in the vocabulary (None is allowed for stage/verification)."""
-    table = {"result": RESULTS, "stage": STAGES, "verification": VERIFICATIONS}[kind]
+    table = {"result": RESULTS, "stage": {**STAGES, **UNTESTED_STAGES}, "verification": VERIFICATIONS}[kind]
     if value is None and kind != "result":
         return
     if value not in table:

@@ -1,4 +1,10 @@
-"""Shared test setup: an isolated NEURONHELPERS_HOME (twins, compile cache, runs) and no network."""
+"""Shared test setup: an isolated NEURONHELPERS_HOME (twins, compile cache, runs), no network, and machine markers.
+
+The suite runs on a CPU machine, a CUDA machine and a trn2 alike. The harness tests run their models on the
+CPU backend everywhere (NEURONHELPERS_BACKEND=cpu unless NEURONHELPERS_TEST_BACKEND names another), and a test
+that is about the machine itself says which machine it needs: ``@pytest.mark.machine("cpu")`` (no neuron
+device, no GPU), ``"cuda"`` or ``"neuron"``; elsewhere it is skipped with the reason.
+"""
 
 import os
 import sys
@@ -23,6 +29,33 @@ def isolated_home(tmp_path_factory):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "machine(kind): the test is about a cpu, cuda or neuron machine; skipped elsewhere")
+    os.environ["NEURONHELPERS_BACKEND"] = os.environ.get("NEURONHELPERS_TEST_BACKEND", "cpu")
+
+
+def machine_kind() -> str:
+    """What this machine is: neuron (a neuron device), cuda (a GPU) or cpu."""
+    from neuronhelpers.backends import neuron_device_present
+
+    if neuron_device_present():
+        return "neuron"
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def pytest_collection_modifyitems(config, items):
+    kind = None
+    for item in items:
+        marker = item.get_closest_marker("machine")
+        if marker is None:
+            continue
+        kind = kind or machine_kind()
+        if marker.args[0] != kind:
+            item.add_marker(pytest.mark.skip(reason=f"needs a {marker.args[0]} machine; this one is {kind}"))
 
 
 def run_cli(*args, env=None, timeout=900):

@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from conftest import ROOT
-from neuronhelpers import recipe, results
+from neuronhelpers import dataset, recipe, results
 from neuronhelpers.backends import get_backend
 from neuronhelpers.models import resolve_model
 
@@ -35,7 +35,7 @@ def served(tmp_path_factory):
     run_py = recipe.render_run_py(recipe.recipe_params(resolve_model("tiny/llama"), get_backend("cpu")))
     common = dict(task="text-generation", neuron_cores=1, backend="cpu", compiler="inductor", compiler_version="2.13.0",
                   library="transformers", library_version="5.23.0", wall_s=9.5, peak_memory_bytes=2**29)
-    results.append_rows(folder, [
+    dataset.append_rows(folder, [
         results.new_row(model_id="tiny/llama", twin_of="llama", result="PASS", verification="exact", run_py=run_py,
                         requirements="torch==2.13.0\ntransformers==5.23.0\n", **common),
         results.new_row(model_id="tiny/gemma2", twin_of="gemma2", result="FAIL", stage="compile",

@@ -19,10 +19,27 @@ def test_cpu_and_cuda_use_inductor_with_their_process_group_backends():
     assert (BACKENDS["cuda"].compile_backend, BACKENDS["cuda"].dist_backend) == ("inductor", "nccl")
 
 
-def test_this_machine_detects_cpu(monkeypatch):
+@pytest.mark.machine("cpu")
+def test_a_cpu_machine_detects_cpu(monkeypatch):
     monkeypatch.delenv("NEURONHELPERS_BACKEND", raising=False)
-    assert detect_backend() == "cpu"  # no neuron device, no GPU in CI
+    assert detect_backend() == "cpu"  # no neuron device, no GPU
     assert get_backend("auto").name == "cpu"
+    assert versions.core_versions()["torch-neuronx"] is None
+
+
+@pytest.mark.machine("cuda")
+def test_a_gpu_machine_detects_cuda(monkeypatch):
+    monkeypatch.delenv("NEURONHELPERS_BACKEND", raising=False)
+    assert detect_backend() == "cuda" and get_backend("auto").compile_backend == "inductor"
+
+
+@pytest.mark.machine("neuron")
+def test_a_trn2_detects_neuron_and_its_compiler(monkeypatch):
+    monkeypatch.delenv("NEURONHELPERS_BACKEND", raising=False)
+    assert detect_backend() == "neuron"
+    assert versions.core_versions()["torch-neuronx"] is not None
+    compiler, version = versions.compiler_for(get_backend("auto"))
+    assert compiler == "neuronx-cc" and version
 
 
 def test_environment_can_force_a_backend(monkeypatch):
@@ -38,9 +55,18 @@ def test_unknown_backend_is_a_clear_error():
 def test_versions_name_the_compiler_and_every_package():
     import torch
 
-    assert versions.compiler_for(get_backend("cpu")) == ("inductor", torch.__version__)
+    assert versions.compiler_for(get_backend("cpu")) == ("inductor", torch.__version__.split("+")[0])
     assert versions.compiler_for(get_backend("neuron"))[0] == "neuronx-cc"
     frozen = versions.installed_packages().splitlines()
     assert any(line.startswith("transformers==") for line in frozen)
     assert frozen == sorted(frozen, key=lambda line: line.split("==")[0].lower())
-    assert versions.core_versions()["torch-neuronx"] is None  # not installable here
+
+
+def test_the_neuron_sdk_release_comes_from_the_environment_or_torch_neuronx(monkeypatch):
+    monkeypatch.setenv("NEURON_SDK_VERSION", "2.33.0")
+    assert versions.neuron_sdk_release() == "2.33.0"
+    monkeypatch.delenv("NEURON_SDK_VERSION")
+    monkeypatch.setattr(versions, "distribution_version", lambda name: "2.14.3.0" if name == "torch-neuronx" else None)
+    assert versions.neuron_sdk_release() == "2.33.0"  # TorchNeuron 2.14.3 ships with Neuron 2.33.0
+    monkeypatch.setattr(versions, "distribution_version", lambda name: None)
+    assert versions.neuron_sdk_release() is None

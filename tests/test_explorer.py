@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from conftest import result_row
-from neuronhelpers import explorer, hub, results
+from neuronhelpers import dataset, explorer, hub
 from neuronhelpers.explorer import Explorer, render_detail_html, view_table
 
 XSS_SCRIPT = "<script>alert('pwned')</script>"
@@ -33,8 +33,8 @@ def df(tmp_path):
         row("tiny/llava", twin_of="llava", task="image-text-to-text"),
         row("openai-community/gpt2", "PASS", compiler_version="2.12.0"),
     ]
-    results.append_rows(tmp_path, rows)
-    return results.load_results(tmp_path)
+    dataset.append_rows(tmp_path, rows)
+    return dataset.load_results(tmp_path)
 
 
 RANKINGS = pd.DataFrame([
@@ -109,8 +109,8 @@ def test_widget_is_driven_like_a_person_would(df):
 def test_dataset_strings_are_escaped_in_every_html_the_widget_renders(tmp_path):
     evil = [row(f"evil/{XSS_SCRIPT}", "FAIL", error=XSS_IMG, run_py=f"# {XSS_SCRIPT}\nx = '{XSS_IMG}'\n",
                 requirements=XSS_IMG, twin_of=XSS_SCRIPT, traceback=XSS_SCRIPT)]
-    results.append_rows(tmp_path, evil)
-    df = results.load_results(tmp_path)
+    dataset.append_rows(tmp_path, evil)
+    df = dataset.load_results(tmp_path)
     ui = Explorer(df, RANKINGS)
     ui.view.value = "Architectures"
     ui.model.value = f"evil/{XSS_SCRIPT}"
@@ -120,8 +120,8 @@ def test_dataset_strings_are_escaped_in_every_html_the_widget_renders(tmp_path):
 
 
 def test_detail_of_a_row_with_missing_texts_renders(tmp_path):
-    results.append_rows(tmp_path, [row("tiny/gemma2", "FAIL", twin_of="gemma2", requirements=None, run_py=None)])
-    detail = explorer.model_detail(results.load_results(tmp_path), "tiny/gemma2")
+    dataset.append_rows(tmp_path, [row("tiny/gemma2", "FAIL", twin_of="gemma2", requirements=None, run_py=None)])
+    detail = explorer.model_detail(dataset.load_results(tmp_path), "tiny/gemma2")
     html_text = render_detail_html(detail)
     assert "none recorded" in html_text and "BackendCompilerFailed: x" in html_text
 

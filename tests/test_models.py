@@ -22,6 +22,38 @@ def test_local_folder_resolves_with_task_from_its_model_type():
     assert (ref.task, ref.model_type, ref.twin_of) == ("image-text-to-text", "gemma3", None)
 
 
+def test_a_relative_folder_resolves_to_the_absolute_path_that_run_py_loads(twin_copy, monkeypatch):
+    """run.py runs in another working directory: the path it loads must be the one the row names."""
+    from neuronhelpers import recipe
+    from neuronhelpers.backends import get_backend
+
+    monkeypatch.chdir(twin_copy.parent)
+    ref = resolve_model("ckpt")
+    assert ref.model_id == ref.path == str(twin_copy.resolve())
+    params = recipe.params_of_run_py(recipe.render_run_py(recipe.recipe_params(ref, get_backend("cpu"))))
+    assert params["model_path"] == params["model_id"] == str(twin_copy.resolve())
+
+
+def test_cli_run_of_a_relative_folder_passes_without_reaching_for_the_hub(twin_copy):
+    """`neuronhelpers run ckpt` from the folder's parent, offline: the same PASS as the absolute path, quickly
+    (before the fix: FAIL at load after ~48 s of retrying the Hub with 'ckpt' as a repo id)."""
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "neuronhelpers", "run", "ckpt", "--json"], cwd=twin_copy.parent,
+                          capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    row = json.loads(proc.stdout)
+    assert (row["result"], row["verification"]) == ("PASS", "exact"), row["error"]
+    assert row["model_id"] == str(twin_copy.resolve())
+    assert f"'model_path': '{twin_copy.resolve()}'" in row["run_py"]
+    assert time.monotonic() - start < 120
+
+
 def test_unknown_model_id_format():
     with pytest.raises(UserError, match="unknown model 'not a model'"):
         resolve_model("not a model")

@@ -1,22 +1,31 @@
 """Publishing to a Hub dataset repo (one commit, only changed files, retried on conflict), contributing rows
-as a pull request, version-to-version diffs and the expected-results gate. The Hub is a local stand-in."""
+as a pull request, version-to-version diffs and the expected-results gate.
+
+The Hub is tests/hub_server.py, a local HTTP server speaking the Hub's REST API, and the client is a real
+``huggingface_hub.HfApi`` pointed at it: the token comes from HF_TOKEN through huggingface_hub's own token
+handling (never passed by the tests or the code), exactly as it would for the real Hub."""
 
 import json
 import logging
+import tempfile
 from pathlib import Path
 
 import pytest
+from huggingface_hub import HfApi
+from huggingface_hub import constants as hf_constants
 from huggingface_hub.errors import HfHubHTTPError
 
 from conftest import result_row, run_cli
-from hub_standin import LocalHub, _response
-from neuronhelpers import diff, publish, recipe, results
+from hub_server import EMPTY_AGENT_REGISTRY, HubServer
+from neuronhelpers import dataset as results_io
+from neuronhelpers import diff, publish, recipe
 from neuronhelpers.backends import get_backend
 from neuronhelpers.errors import UserError
 from neuronhelpers.models import resolve_model
 
 REPO = "neuronhelpers-test/results"
 SECRET = "hf_THISISNOTAREALTOKENBUTMUSTNEVERBEWRITTEN"
+PAIR = "data/inductor-2.13.0__transformers-5.23.0.parquet"
 
 
 def make_row(model_id="tiny/llama", result="PASS", wall=10.0, **overrides):
@@ -29,91 +38,178 @@ def make_row(model_id="tiny/llama", result="PASS", wall=10.0, **overrides):
 @pytest.fixture
 def dataset(tmp_path):
     folder = tmp_path / "results"
-    results.append_rows(folder, [make_row("tiny/llama"), make_row("tiny/qwen3")])
+    results_io.append_rows(folder, [make_row("tiny/llama"), make_row("tiny/qwen3")])
     return folder
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """A local Hub that accepts writes only with SECRET; HF_TOKEN=SECRET, and huggingface_hub's cache and token
+    file moved under tmp_path (so no user login or cache is used or written)."""
+    monkeypatch.setenv("HF_TOKEN", SECRET)
+    monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)  # conftest turns the Hub off; this one is local
+    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_IMPLICIT_TOKEN", False)
+    monkeypatch.setattr(hf_constants, "HF_HUB_CACHE", str(tmp_path / "hf-home" / "hub"))
+    monkeypatch.setattr(hf_constants, "HF_TOKEN_PATH", str(tmp_path / "hf-home" / "token"))
+    monkeypatch.setattr(hf_constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "hf-home" / "stored_tokens"))
+    registry = tmp_path / "hf-home" / ".agent_harnesses.json"  # else building headers fetches it from huggingface.co
+    registry.parent.mkdir(parents=True, exist_ok=True)
+    registry.write_text(json.dumps(EMPTY_AGENT_REGISTRY))
+    monkeypatch.setattr(hf_constants, "AGENT_HARNESSES_PATH", str(registry))
+    with HubServer(token=SECRET) as server:
+        yield server
+    assert server.unhandled == [], "the client called a route the local Hub does not implement"
+
+
+@pytest.fixture
+def api(hub):
+    return HfApi(endpoint=hub.url)  # no token=: huggingface_hub finds HF_TOKEN itself
 
 
 def snapshot(folder: Path) -> dict:
     return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_dry_run_lists_the_files_and_touches_nothing(dataset):
-    hub = LocalHub()
-    plan = publish.publish(dataset, REPO, dry_run=True, api=hub)
-    assert sorted(plan.changed) == ["README.md", "data/inductor-2.13.0__transformers-5.23.0.parquet"]
-    assert hub.commit_calls == [] and REPO not in hub.repos
+def files_containing(secret: str, *folders: Path) -> list[str]:
+    return [str(p) for folder in folders for p in Path(folder).rglob("*")
+            if p.is_file() and not p.is_symlink() and secret.encode() in p.read_bytes()]
+
+
+def write_row(path: Path, row: dict) -> Path:
+    path.write_text(json.dumps(row, default=str))
+    return path
+
+
+def test_dry_run_lists_the_files_and_touches_nothing(dataset, hub, api):
+    plan = publish.publish(dataset, REPO, dry_run=True, api=api)
+    assert sorted(plan.changed) == ["README.md", PAIR]
+    assert [r.method for r in hub.requests] == ["GET"] and REPO not in hub.repos  # one tree listing, no write
     assert "would upload 2 file(s)" in plan.describe(dry_run=True)
 
 
-def test_publish_is_one_commit_and_then_only_changed_files(dataset):
-    hub = LocalHub()
-    first = publish.publish(dataset, REPO, api=hub)
-    assert len(first.changed) == 2 and hub.commits(REPO) == 1
+def test_publish_is_one_commit_and_then_only_changed_files(dataset, hub, api):
+    first = publish.publish(dataset, REPO, api=api)
+    assert len(first.changed) == 2 and hub.commits(REPO) == 1 and len(hub.requests_to("commit")) == 1
+    assert sorted(hub.history(REPO)[0].changed) == ["README.md", PAIR]
     assert hub.files(REPO)["README.md"].startswith(b"---\nlicense")
-    again = publish.publish(dataset, REPO, api=hub)
-    assert again.changed == [] and hub.commits(REPO) == 1  # nothing changed: no commit
-    results.append_rows(dataset, [make_row("tiny/gpt2", library_version="5.24.0")])
-    third = publish.publish(dataset, REPO, api=hub)
-    assert third.changed == ["data/inductor-2.13.0__transformers-5.24.0.parquet"] and hub.commits(REPO) == 2
+    assert first.commit_url == f"{hub.url}/datasets/{REPO}/commit/{hub.history(REPO)[0].sha}"
+    again = publish.publish(dataset, REPO, api=api)
+    assert again.changed == [] and hub.commits(REPO) == 1 and len(hub.requests_to("commit")) == 1  # no commit
+    results_io.append_rows(dataset, [make_row("tiny/gpt2", library_version="5.24.0")])
+    third = publish.publish(dataset, REPO, api=api)
+    new_pair = "data/inductor-2.13.0__transformers-5.24.0.parquet"
+    assert third.changed == [new_pair] and hub.commits(REPO) == 2 and hub.history(REPO)[1].changed == [new_pair]
 
 
-def test_a_conflicting_push_is_retried_against_the_new_head(dataset):
-    hub = LocalHub()
-    hub.create_repo(REPO, repo_type="dataset")
+def test_a_conflicting_push_is_retried_against_the_new_head(dataset, hub, api):
+    hub.create_repo(REPO)
     hub.push_before_next_commit = {"notes.txt": b"someone else"}
-    plan = publish.publish(dataset, REPO, api=hub)
+    plan = publish.publish(dataset, REPO, api=api)
+    assert [r.status for r in hub.requests_to("commit")] == [412, 200]  # stale parentCommit refused, then retried
     assert plan.attempts == 2 and hub.commits(REPO) == 2
-    assert set(hub.files(REPO)) == {"notes.txt", "README.md", "data/inductor-2.13.0__transformers-5.23.0.parquet"}
+    assert set(hub.files(REPO)) == {"notes.txt", "README.md", PAIR}
 
 
-def test_a_failed_upload_leaves_the_local_dataset_untouched(dataset):
-    hub = LocalHub()
+def test_a_failed_upload_leaves_the_local_dataset_untouched(dataset, hub, api):
     before = snapshot(dataset)
-    hub.fail_next = HfHubHTTPError("500 Internal Server Error", response=_response(500))
-    with pytest.raises(HfHubHTTPError):
-        publish.publish(dataset, REPO, api=hub)
+    hub.fail_next_commit = 500
+    with pytest.raises(HfHubHTTPError) as failure:
+        publish.publish(dataset, REPO, api=api)
+    assert failure.value.response.status_code == 500 and hub.commits(REPO) == 0
     assert snapshot(dataset) == before
-    assert results.load_results(dataset).shape[0] == 2
+    assert results_io.load_results(dataset).shape[0] == 2
 
 
-def test_the_token_is_never_written_or_logged(dataset, monkeypatch, caplog, capsys):
-    monkeypatch.setenv("HF_TOKEN", SECRET)
-    caplog.set_level(logging.DEBUG)
-    hub = LocalHub()
-    publish.publish(dataset, REPO, api=hub)
-    published = b"".join(hub.files(REPO).values())
-    local = b"".join(p.read_bytes() for p in dataset.rglob("*") if p.is_file())
-    out = capsys.readouterr()
-    assert SECRET.encode() not in published + local
+def test_the_token_from_hf_token_reaches_the_hub_only_in_the_authorization_header(dataset, hub, api):
+    publish.publish(dataset, REPO, api=api)
+    (commit,) = hub.requests_to("commit")
+    assert commit.status == 200 and commit.headers["authorization"] == f"Bearer {SECRET}"
+    for request in hub.requests:  # every call was authenticated, and nothing else carries the token
+        assert request.headers.get("authorization") == f"Bearer {SECRET}", request.path
+        others = {k: v for k, v in request.headers.items() if k != "authorization"}
+        assert SECRET not in json.dumps(others) + request.path + json.dumps(request.query)
+        assert SECRET.encode() not in request.body
+    assert not any(SECRET.encode() in data for data in hub.files(REPO).values())
+
+
+def test_without_a_token_the_hub_refuses_the_upload(dataset, hub, api, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN")
+    with pytest.raises(HfHubHTTPError) as refused:
+        publish.publish(dataset, REPO, api=api)
+    assert refused.value.response.status_code == 401 and REPO not in hub.repos
+    assert all("authorization" not in r.headers for r in hub.requests)
+
+
+def test_the_token_is_never_written_or_logged(dataset, hub, api, tmp_path, monkeypatch, caplog, capfd):
+    """Publish and contribute with huggingface_hub's most verbose logging (HF_DEBUG logs every request as curl);
+    every temporary directory is kept under tmp_path so what was written there can be read afterwards."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+
+    class KeptTemporaryDirectory(tempfile.TemporaryDirectory):
+        def __init__(self, suffix=None, prefix=None, dir=None, **_):
+            self.name = tempfile.mkdtemp(suffix, prefix, dir or scratch)
+
+        def __exit__(self, *exc):
+            pass
+
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", KeptTemporaryDirectory)
+    monkeypatch.setattr(hf_constants, "HF_DEBUG", True)
+    for name in (None, "huggingface_hub", "neuronhelpers"):
+        caplog.set_level(logging.DEBUG, logger=name)
+    publish.publish(dataset, REPO, api=api)
+    plan = publish.contribute(write_row(tmp_path / "row.json", make_row("tiny/gpt2")), REPO, api=api)
+    out = capfd.readouterr()
+    assert plan.pr_url and hub.requests_to("commit")[-1].headers["authorization"] == f"Bearer {SECRET}"
+    # the logs were on and saw authenticated requests, with the header masked
+    assert "(authenticated: True)" in caplog.text and "authorization: <TOKEN>" in caplog.text
+    assert any(scratch.rglob("*.parquet")) and any((tmp_path / "hf-home" / "hub").rglob(PAIR.split("/")[1]))
+    assert files_containing(SECRET, dataset, scratch, tmp_path / "hf-home") == []
     assert SECRET not in caplog.text + out.out + out.err
+    published = [*hub.files(REPO).values(), *hub.files(REPO, hub.pull_requests(REPO)[0]).values()]
+    assert not any(SECRET.encode() in data for data in published)
 
 
-def test_contribute_opens_a_pull_request_that_adds_rows(dataset, tmp_path):
-    hub = LocalHub()
-    publish.publish(dataset, REPO, api=hub)
-    row_file = tmp_path / "row.json"
-    row_file.write_text(json.dumps(make_row("tiny/gpt2"), default=str))
-    plan = publish.contribute(row_file, REPO, api=hub)
-    assert plan.pr_url and hub.commit_calls[-1]["create_pr"] is True and hub.commits(REPO) == 1  # main untouched
-    proposed = hub.pull_requests[-1]["files"]["data/inductor-2.13.0__transformers-5.23.0.parquet"]
+def test_the_cli_publishes_with_the_token_from_the_environment_and_never_prints_it(dataset, hub, tmp_path):
+    home, scratch = tmp_path / "cli-hf-home", tmp_path / "cli-tmp"
+    scratch.mkdir()
+    env = {"HF_ENDPOINT": hub.url, "HF_TOKEN": SECRET, "HF_HUB_OFFLINE": "0", "HF_DEBUG": "1", "HF_HOME": str(home),
+           "TMPDIR": str(scratch), "NO_PROXY": "127.0.0.1"}
+    proc = run_cli("publish", str(dataset), "--repo", REPO, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{REPO}: uploaded 2 file(s)" in proc.stdout and hub.commits(REPO) == 1
+    assert hub.requests_to("commit")[0].headers["authorization"] == f"Bearer {SECRET}"
+    assert "(authenticated: True)" in proc.stderr  # HF_DEBUG logged every request, to stderr
+    assert SECRET not in proc.stdout + proc.stderr
+    assert files_containing(SECRET, dataset, home, scratch) == []
+
+
+def test_contribute_opens_a_pull_request_that_adds_rows(dataset, hub, api, tmp_path):
+    publish.publish(dataset, REPO, api=api)
+    plan = publish.contribute(write_row(tmp_path / "row.json", make_row("tiny/gpt2")), REPO, api=api)
+    assert plan.pr_url == f"{hub.url}/datasets/{REPO}/discussions/1" and hub.pull_requests(REPO) == ["refs/pr/1"]
+    assert hub.requests_to("commit")[-1].query.get("create_pr") == ["1"] and hub.commits(REPO) == 1  # main untouched
+    assert [r.method for r in hub.requests_to("resolve")] == ["HEAD", "GET"]  # started from the dataset's file
     (tmp_path / "pr" / "data").mkdir(parents=True)
-    (tmp_path / "pr" / "data" / "x.parquet").write_bytes(proposed)
-    assert sorted(results.load_results(tmp_path / "pr").model_id) == ["tiny/gpt2", "tiny/llama", "tiny/qwen3"]
+    (tmp_path / "pr" / "data" / "x.parquet").write_bytes(hub.files(REPO, "refs/pr/1")[PAIR])
+    assert sorted(results_io.load_results(tmp_path / "pr").model_id) == ["tiny/gpt2", "tiny/llama", "tiny/qwen3"]
 
 
-def test_contribute_dry_run_shows_the_files(tmp_path):
-    row_file = tmp_path / "row.json"
-    row_file.write_text(json.dumps(make_row("tiny/gpt2"), default=str))
-    plan = publish.contribute(row_file, REPO, api=LocalHub(), dry_run=True)
-    assert plan.changed == ["data/inductor-2.13.0__transformers-5.23.0.parquet"] and plan.pr_url is None
+def test_contribute_dry_run_shows_the_files(hub, api, tmp_path):
+    plan = publish.contribute(write_row(tmp_path / "row.json", make_row("tiny/gpt2")), REPO, api=api, dry_run=True)
+    assert plan.changed == [PAIR] and plan.pr_url is None
+    assert all(r.method in ("GET", "HEAD") for r in hub.requests) and REPO not in hub.repos
 
 
-def test_a_tampered_run_py_is_refused(tmp_path):
+def test_a_tampered_run_py_is_refused(hub, api, tmp_path):
     row = make_row("tiny/gpt2")
     row["run_py"] = row["run_py"].replace('"do_sample": False', '"do_sample": True')
-    (tmp_path / "row.json").write_text(json.dumps(row, default=str))
     with pytest.raises(UserError, match=r"row for 'tiny/gpt2' refused: its run_py differs from the recipe at line \d+"):
-        publish.contribute(tmp_path / "row.json", REPO, api=LocalHub(), dry_run=True)
+        publish.contribute(write_row(tmp_path / "row.json", row), REPO, api=api)
+    assert hub.requests == []  # refused before anything reached the Hub
 
 
 def test_an_unknown_result_value_is_refused(tmp_path):
@@ -123,7 +219,7 @@ def test_an_unknown_result_value_is_refused(tmp_path):
     proc = run_cli("contribute", str(tmp_path / "row.json"), "--repo", REPO, "--dry-run")
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("neuronhelpers: error: row for 'tiny/gpt2' refused: unknown result value "
-                                   "'PASSISH': expected one of PASS, FAIL, EXCLUDED")
+                                   "'PASSISH': expected one of PASS, FAIL, EXCLUDED, UNTESTED")
 
 
 def test_publish_dry_run_from_the_cli(dataset):
@@ -134,9 +230,9 @@ def test_publish_dry_run_from_the_cli(dataset):
 
 def test_diff_lists_regressions_improvements_and_changes(tmp_path):
     old, new = tmp_path / "old", tmp_path / "new"
-    results.append_rows(old, [make_row("a/pass-then-fail"), make_row("b/fail-then-pass", "FAIL"), make_row("c/dropped"),
+    results_io.append_rows(old, [make_row("a/pass-then-fail"), make_row("b/fail-then-pass", "FAIL"), make_row("c/dropped"),
                               make_row("d/slower", wall=10.0)])
-    results.append_rows(new, [make_row("a/pass-then-fail", "FAIL", error="BackendCompilerFailed: boom"),
+    results_io.append_rows(new, [make_row("a/pass-then-fail", "FAIL", error="BackendCompilerFailed: boom"),
                               make_row("b/fail-then-pass"), make_row("e/new"), make_row("d/slower", wall=20.0)])
     changes = diff.diff_results(diff.load_side(old), diff.load_side(new))
     got = dict(zip(changes.model_id, changes.change.astype(str)))
@@ -148,18 +244,62 @@ def test_diff_lists_regressions_improvements_and_changes(tmp_path):
 
 
 def test_expected_results_gate_names_the_regressed_model(tmp_path):
-    results.append_rows(tmp_path / "r", [make_row("a/model", "FAIL"), make_row("b/model")])
+    results_io.append_rows(tmp_path / "r", [make_row("a/model", "FAIL"), make_row("b/model")])
     expected = tmp_path / "expected.csv"
     expected.write_text("model_id,result\na/model,PASS\nb/model,PASS\nc/model,FAIL\n")
     proc = run_cli("check", "--expected", str(expected), str(tmp_path / "r"))
     assert proc.returncode == 1
-    assert "a/model: expected PASS, got FAIL at compile: BackendCompilerFailed: x" in proc.stdout
+    assert "a/model: REGRESSED: expected PASS, got FAIL at compile: BackendCompilerFailed: x" in proc.stdout
+    assert "c/model: expected FAIL, not in the results" in proc.stdout
     assert "b/model" not in proc.stdout
     ok = tmp_path / "ok.csv"
     ok.write_text("model_id,result\nb/model,PASS\na/model,FAIL\n")
     assert run_cli("check", "--expected", str(ok), str(tmp_path / "r")).returncode == 0
 
 
-def test_an_invalid_repo_id_is_a_clear_error(dataset):
+def test_the_gate_fails_on_an_unexpected_improvement_and_says_how_to_update(tmp_path):
+    """A model expected to FAIL that now passes: the expected file is out of date, so the gate fails too."""
+    results_io.append_rows(tmp_path / "r", [make_row("a/model"), make_row("b/model", "FAIL")])
+    expected = tmp_path / "expected.csv"
+    expected.write_text("model_id,result,stage\na/model,FAIL,compile\nb/model,FAIL,compile\n")
+    proc = run_cli("check", "--expected", str(expected), str(tmp_path / "r"))
+    assert proc.returncode == 1
+    assert "a/model: IMPROVED: expected FAIL (compile), now PASS: update the expected file" in proc.stdout
+    assert f"neuronhelpers check {tmp_path / 'r'} --expected {expected} --write" in proc.stdout
+    rewrite = run_cli("check", str(tmp_path / "r"), "--expected", str(expected), "--write")
+    assert rewrite.returncode == 0 and "2 models" in rewrite.stdout
+    assert run_cli("check", "--expected", str(expected), str(tmp_path / "r")).returncode == 0
+
+
+def test_the_gate_fails_on_a_failure_that_moved_stage_and_notes_a_new_cause(tmp_path):
+    results_io.append_rows(tmp_path / "r", [make_row("a/model", "FAIL", stage="run", cause="X"),
+                                             make_row("b/model", "FAIL", cause="new cause")])
+    expected = tmp_path / "expected.csv"
+    expected.write_text("model_id,result,stage,cause\na/model,FAIL,compile,X\nb/model,FAIL,compile,old cause\n")
+    proc = run_cli("check", "--expected", str(expected), str(tmp_path / "r"))
+    assert proc.returncode == 1
+    assert "a/model: CHANGED: expected FAIL at compile, got FAIL at run" in proc.stdout
+    assert "note: b/model: same verdict, new cause: new cause (was old cause)" in proc.stdout
+
+
+def test_a_slice_of_a_whole_library_file_checks_only_what_was_run(tmp_path):
+    results_io.append_rows(tmp_path / "r", [make_row("a/model")])
+    expected = tmp_path / "expected.csv"
+    expected.write_text("model_id,result\na/model,PASS\nz/not-in-the-slice,FAIL\n")
+    assert run_cli("check", "--expected", str(expected), str(tmp_path / "r")).returncode == 1
+    proc = run_cli("check", "--expected", str(expected), str(tmp_path / "r"), "--only-tested")
+    assert proc.returncode == 0 and "in 1 model(s) checked" in proc.stdout
+
+
+def test_rows_for_local_folders_are_never_published(tmp_path, hub, api):
+    folder = tmp_path / "local"
+    results_io.append_rows(folder, [make_row("tiny/llama"), make_row(str(tmp_path / "my-checkpoint"))])
+    with pytest.raises(UserError, match="rows for local checkpoint folders .*my-checkpoint.*cannot be published"):
+        publish.publish(folder, REPO, api=api)
+    assert hub.requests == []
+
+
+def test_an_invalid_repo_id_is_a_clear_error(dataset, hub, api):
     with pytest.raises(UserError, match="'<ns>/results' is not a Hub dataset repo id"):
-        publish.publish(dataset, "<ns>/results", dry_run=True, api=LocalHub())
+        publish.publish(dataset, "<ns>/results", dry_run=True, api=api)
+    assert hub.requests == []

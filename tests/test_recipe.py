@@ -34,21 +34,68 @@ def test_rendered_run_py_imports_only_stdlib_torch_and_transformers():
     assert modules - set(sys.stdlib_module_names) == {"torch", "transformers"}
 
 
+def rendered_namespace(params: dict) -> dict:
+    """The rendered run.py's functions, loaded as a module would be (not run as __main__)."""
+    import runpy
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
+        handle.write(recipe.render_run_py(params))
+    return runpy.run_path(handle.name, run_name="rendered_run_py")
+
+
 def test_neuron_backend_renders_neuron_device_compiler_and_bf16():
     params = recipe.recipe_params(TEXT, get_backend("neuron"))
-    assert (params["device"], params["compile_backend"], params["dtype"]) == ("neuron", "neuron", "bfloat16")
-    text = recipe.render_run_py(params)
-    assert "'compile_backend': 'neuron'" in text
-    # torch.neuron's allocator statistics are what the run reports as peak memory on Trainium.
-    assert "torch.neuron.max_memory_allocated()" in text and "torch.neuron.synchronize()" in text
+    rendered = recipe.params_of_run_py(recipe.render_run_py(params))
+    assert (rendered["device"], rendered["compile_backend"], rendered["dist_backend"], rendered["dtype"]) == (
+        "neuron", "neuron", "neuron", "bfloat16")
 
 
-def test_recipe_protocol_static_cache_fullgraph_32_greedy_tokens():
-    params = recipe.recipe_params(TEXT, get_backend("cpu"))
-    assert params["max_new_tokens"] == 32
-    text = recipe.render_run_py(params)
-    for needle in ('cache_implementation="static"', "fullgraph=True", "dynamic=False", '"do_sample": False'):
-        assert needle in text, needle
+def test_on_neuron_peak_memory_is_read_from_the_neuron_allocator_after_a_sync(monkeypatch):
+    """What run.py does on Trainium, checked against a stand-in for torch.neuron that records the calls."""
+    import torch
+
+    calls = []
+    neuron = type("NeuronStandIn", (), {"synchronize": staticmethod(lambda: calls.append("synchronize")),
+                                        "max_memory_allocated": staticmethod(lambda: calls.append("max") or 123)})
+    monkeypatch.setattr(torch, "neuron", neuron, raising=False)
+    run_py = rendered_namespace(recipe.recipe_params(TEXT, get_backend("neuron")))
+    assert run_py["peak_memory_bytes"]("neuron:0") == 123
+    assert calls == ["synchronize", "max"]  # synchronised before reading, so pending work is counted
+
+
+def test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_fullgraph_compile(monkeypatch):
+    """The recipe's protocol, observed on a real twin: what generate() was asked for, and what it returned."""
+    import transformers
+
+    from neuronhelpers.models import resolve_model
+
+    seen = []
+    real_generate = transformers.GenerationMixin.generate
+
+    def recording_generate(self, *args, **kwargs):
+        seen.append(kwargs)
+        return real_generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.GenerationMixin, "generate", recording_generate)
+    params = recipe.recipe_params(resolve_model("tiny/qwen3"), get_backend("cpu"))
+    result = rendered_namespace(params)["device_run"](params)
+    assert result["ok"], result.get("error")
+    assert len(seen) == 2 and len(result["tokens"]) == 32 and result["warm_equals_cold"]
+    for kwargs in seen:
+        config = kwargs["compile_config"]
+        assert kwargs["cache_implementation"] == "static"
+        assert (config.fullgraph, config.dynamic, config.mode, config.backend) == (True, False, "default", "inductor")
+        assert kwargs["do_sample"] is False and kwargs["max_new_tokens"] == kwargs["min_new_tokens"] == 32
+    assert result["retraced"] is True  # a cold process traced the model
+
+
+def test_run_py_reads_top_down_parameters_main_device_run_loading_reference_launcher_helpers():
+    text = recipe.render_run_py(recipe.recipe_params(TEXT, get_backend("cpu")))
+    order = [text.index(marker) for marker in ("PARAMS = {", "def main(", "def device_run(", "def load(",
+                                               "def reference_run(", "def sharded_run(", "def emit(")]
+    assert order == sorted(order)
+    assert "render: drop" not in text and "from .scaffold" not in text
 
 
 def test_remote_code_is_off_unless_asked():

@@ -1,24 +1,16 @@
 """Sharded runs: run.py launches its own ranks (TP, TP+EP), verified against the single-process reference;
-a failing rank ends the run at once; judges for runs too large for a CPU reference."""
+a failing rank ends the run at once; a judge decides a run too large for a CPU reference (the judges
+themselves are tested in test_judges.py)."""
 
 import json
 import os
 import time
 from pathlib import Path
 
-import pytest
-import torch
-import transformers
-
 from conftest import run_cli
-from neuronhelpers import twins
 from neuronhelpers.harness import run_model
-from neuronhelpers.judge import LexicalJudge, LMJudge, make_judge
 
 FAULTS = Path(__file__).parent / "faults"
-ENGLISH = ("The children walk to school in the morning while the baker opens his shop, "
-           "and the river runs quietly past the old mill.")
-SOUP = "ple\ufffdai of\x11 d\x18g\ufffd\ufffdz\x7fheiU\x06berFwhilaz\ufffdY\ufffd< Aum Aum Aum Aum"
 
 
 def test_tp_over_two_cores_equals_the_single_core_reference():
@@ -69,49 +61,3 @@ def test_without_an_affordable_reference_a_judge_decides(monkeypatch):
     # a random-weight twin writes token soup: the lexical judge must reject it
     assert (row["result"], row["stage"], row["reference_tokens"]) == ("FAIL", "mismatch", None)
     assert row["error"].startswith("the judge rejected the text: common words")
-
-
-def test_lexical_judge_accepts_prose_and_rejects_soup():
-    judge = LexicalJudge()
-    assert judge.judge(ENGLISH).ok
-    assert judge.judge("Paris is the capital of France and it is known for its museums.").ok
-    assert not judge.judge(SOUP).ok
-    assert not judge.judge("qzx vbn the the the the the the the the").ok  # repetition
-    assert not judge.judge("xkcd qwrt plmz vbnq").ok
-    assert make_judge(None).verification == "judge_lexical"
-
-
-@pytest.fixture(scope="module")
-def tiny_trained_lm(tmp_path_factory):
-    """The llama twin, trained for a few seconds on the twins' English corpus: a tiny local judge LM."""
-    src = twins.build_twin("llama")
-    tok = transformers.AutoTokenizer.from_pretrained(src)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.from_pretrained(src))
-    lines = [line for line in twins._CORPUS.splitlines() if line.strip()]
-    batch = tok(lines, return_tensors="pt", padding=True)
-    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    for _ in range(150):
-        loss = model(**batch, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    path = tmp_path_factory.mktemp("judge-lm")
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return str(path)
-
-
-def test_lm_judge_scores_prose_below_soup_with_a_local_model(tiny_trained_lm):
-    judge = LMJudge(tiny_trained_lm, max_perplexity=60)
-    prose, soup = judge.judge(ENGLISH), judge.judge(SOUP)
-    assert prose.verification == "judge_lm" and prose.score < soup.score
-    assert prose.ok and not soup.ok, (prose.reason, soup.reason)
-
-
-def test_lm_judge_from_a_missing_path_is_a_clear_error(tmp_path):
-    from neuronhelpers.errors import UserError
-
-    with pytest.raises(UserError, match="could not be loaded from disk"):
-        LMJudge(str(tmp_path / "nothing"))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from neuronhelpers import results
+from neuronhelpers import dataset
 from neuronhelpers.sweep import cpu_slots, sweep
 
 FAULTS = Path(__file__).parent / "faults"
@@ -34,9 +34,44 @@ def test_injected_faults_become_classified_rows_and_the_sweep_finishes(tmp_path,
     assert got["tiny/granite"]["stage"] == "compile" and "injected fault" in got["tiny/granite"]["error"]
     assert (got["tiny/llama"]["result"], got["tiny/llama"]["verification"]) == ("PASS", "exact")
     # every row was written to the dataset, intact
-    df = results.load_results(tmp_path).set_index("model_id")
+    df = dataset.load_results(tmp_path).set_index("model_id")
     assert sorted(df.index) == sorted(models)
     assert df.loc["tiny/llama", "result"] == "PASS" and len(df.loc["tiny/llama", "tokens"]) == 32
+
+
+def test_a_second_sweep_runs_nothing_for_a_relative_folder_and_a_model_planned_on_two_cores(tmp_path, monkeypatch):
+    """The resume key is the one the row carries (resolved folder path, planned cores): nothing is run twice."""
+    import shutil
+
+    from neuronhelpers import twins
+    from neuronhelpers.backends import get_backend
+    from neuronhelpers.harness import plan_run
+
+    shutil.copytree(twins.build_twin("qwen2"), tmp_path / "ckpt")
+    monkeypatch.chdir(tmp_path)
+    # A per-core budget that holds two thirds of tiny/llama's weights: the planner needs two cores (TP).
+    weights = plan_run("tiny/llama", backend="cpu").plan.weight_bytes
+    monkeypatch.setenv("NEURONHELPERS_CORE_GIB", str(weights / 1.5 / 0.8 / 2**30))
+    assert plan_run("tiny/llama", backend="cpu").plan.cores == 2
+    out = tmp_path / "out"
+    first = sweep(["ckpt", "tiny/llama"], out, progress=False)
+    got = {r["model_id"]: r for r in first}
+    assert set(got) == {str(tmp_path / "ckpt"), "tiny/llama"}
+    assert got["tiny/llama"]["neuron_cores"] == 2 and got["tiny/llama"]["result"] == "PASS", got["tiny/llama"]["error"]
+    before = dataset.load_results(out).set_index("model_id")["timestamp"].to_dict()
+
+    assert sweep(["ckpt", "tiny/llama"], out, progress=False) == []  # both recognised as recorded
+    after = dataset.load_results(out).set_index("model_id")["timestamp"].to_dict()
+    assert after == before and len(after) == 2
+
+
+def test_a_verdict_replaces_an_untested_row_of_the_same_model_and_versions(tmp_path):
+    from conftest import result_row
+
+    dataset.append_rows(tmp_path, [result_row("tiny/x", "UNTESTED", stage="twin", error="no twin", neuron_cores=None)])
+    dataset.append_rows(tmp_path, [result_row("tiny/x", "PASS")])
+    df = dataset.load_results(tmp_path)
+    assert list(df.result) == ["PASS"]  # one row per model and versions: the verdict
 
 
 def test_bad_input_in_a_list_is_one_line_and_no_row(tmp_path, capsys):
@@ -45,7 +80,7 @@ def test_bad_input_in_a_list_is_one_line_and_no_row(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert any(line.startswith("skipped nobody/not-cached: model 'nobody/not-cached' is not in the local") for line in err)
     assert any(line.startswith("skipped tiny/nope: unknown twin") for line in err)
-    assert list(results.load_results(tmp_path).model_id) == ["tiny/qwen2"]
+    assert list(dataset.load_results(tmp_path).model_id) == ["tiny/qwen2"]
 
 
 def _stray_processes(marker: str) -> list[int]:
@@ -79,11 +114,11 @@ def test_kill_9_mid_sweep_then_rerun_keeps_finished_rows_and_runs_only_the_rest(
                             start_new_session=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
-        if (out / "data").is_dir() and len(results.load_results(out)) >= 1:
+        if (out / "data").is_dir() and len(dataset.load_results(out)) >= 1:
             break
         time.sleep(0.5)
     assert proc.poll() is None, "the sweep finished before it could be killed"
-    first = results.load_results(out)
+    first = dataset.load_results(out)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     time.sleep(1)
@@ -92,7 +127,7 @@ def test_kill_9_mid_sweep_then_rerun_keeps_finished_rows_and_runs_only_the_rest(
 
     rerun = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    final = results.load_results(out)
+    final = dataset.load_results(out)
     assert sorted(final.model_id) == sorted(models)  # none missing, none duplicated
     kept = final.set_index("model_id").loc[list(first.model_id), "timestamp"]
     assert list(kept) == list(first.set_index("model_id")["timestamp"])  # finished rows were not rerun

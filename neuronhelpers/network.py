@@ -1,0 +1,83 @@
+"""Is the Hugging Face Hub reachable? Decided once per process, quickly, and passed on to child processes.
+
+Offline, huggingface_hub and transformers retry a dead connection for tens of seconds before failing,
+and a local folder given by a relative path can even send ``from_pretrained`` to the Hub. So the CLI,
+the planner, ``doctor`` and the notebooks ask :func:`hub_reachable` once; when the answer is no,
+:func:`apply_offline_mode` switches on the libraries' own offline switches (``HF_HUB_OFFLINE``) for this
+process and, through the environment, for every run.py it starts.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from urllib.parse import urlparse
+
+PROBE_TIMEOUT_S = 2.0
+_TRUE = ("1", "true", "yes", "on")
+# Set (for this process and its children) when offline mode was switched on because the probe failed.
+UNREACHABLE_MARK = "NEURONHELPERS_HUB_UNREACHABLE"
+_decided: bool | None = None
+
+
+def offline_requested() -> bool:
+    """Offline mode is on through the libraries' own switches (asked for, or switched on by apply_offline_mode)."""
+    return any(os.environ.get(name, "").strip().lower() in _TRUE for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def hub_endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+
+
+def _probe(endpoint: str, timeout: float) -> bool:
+    url = urlparse(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname or "", port), timeout=timeout):
+            return True
+    except OSError:  # no DNS, refused, unreachable, timed out
+        return False
+
+
+def hub_reachable(*, refresh: bool = False) -> bool:
+    """True when the Hub can be reached from here: not in offline mode and its endpoint accepts a connection.
+
+    The answer is kept for the life of the process (``refresh=True`` asks again).
+    """
+    global _decided
+    if offline_requested():
+        return False
+    if _decided is None or refresh:
+        _decided = _probe(hub_endpoint(), PROBE_TIMEOUT_S)
+    return _decided
+
+
+def apply_offline_mode() -> bool:
+    """When the Hub is unreachable, turn on offline mode here and for child processes; returns reachability."""
+    reachable = hub_reachable()
+    if not reachable:
+        if not offline_requested():
+            os.environ[UNREACHABLE_MARK] = hub_endpoint()
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        import sys
+
+        constants = sys.modules.get("huggingface_hub.constants")
+        if constants is not None:  # already imported: it read the environment at import time
+            constants.HF_HUB_OFFLINE = True
+    return reachable
+
+
+def offline_env() -> dict[str, str]:
+    """Environment for a child process: offline mode when the Hub cannot be reached (nothing otherwise)."""
+    return {} if hub_reachable() else {"HF_HUB_OFFLINE": "1"}
+
+
+def hub_status_line() -> str:
+    """One line for ``doctor`` and the notebooks."""
+    if os.environ.get(UNREACHABLE_MARK):
+        return f"unreachable ({os.environ[UNREACHABLE_MARK]}): offline mode is on, local folders and twins only"
+    if offline_requested():
+        return "offline (HF_HUB_OFFLINE is set): local folders and twins only"
+    if hub_reachable():
+        return f"reachable ({hub_endpoint()}); gated models need `hf auth login`"
+    return f"unreachable ({hub_endpoint()}): offline mode is used, local folders and twins only"

@@ -1,0 +1,7 @@
+"""The run.py recipes: a shared scaffold and one recipe per library, joined into one self-contained run.py.
+
+``scaffold.py``              parameters, main, the JSON line, failures, memory, the sharded launcher
+``transformers_generate.py`` transformers: from_pretrained, static cache, compile, 32 greedy tokens
+
+``neuronhelpers.recipe.render_run_py`` joins them; edit these files, never a rendered run.py.
+"""

@@ -1,0 +1,227 @@
+"""run.py: does this Hugging Face model run unmodified under torch.compile? (neuronhelpers recipe)
+
+Self-contained: it needs only torch, transformers and the packages in requirements.txt. Read it top-down:
+the parameters, main, then the device run, which is the whole recipe: load the checkpoint with
+from_pretrained, generate 32 greedy tokens with a static KV cache under
+torch.compile(fullgraph=True, dynamic=False) with the backend's compiler (neuron on Trainium), and
+print one JSON line with the tokens, timings and peak device memory.
+
+    python3 run.py               # the device run (launches its own ranks when sharded: no torchrun)
+    python3 run.py --reference   # the CPU eager reference: same checkpoint, dtype and prompt, no compile
+
+When PARAMS["cores"] > 1 the script starts one process per core, initialises torch.distributed with the
+backend's process group (neuron, nccl or gloo), loads through transformers' own sharding (tensor
+parallel; expert parallel for mixture-of-experts) and prints rank 0's result with every rank's peak
+memory. A rank that fails stops the whole run at once with that rank's error.
+
+Rendered by neuronhelpers.recipe from neuronhelpers/recipes/ (this recipe and the shared scaffold):
+edit those, never a rendered copy.
+"""
+
+import time  # render: drop
+
+from .scaffold import RecompileLog, failed, peak_memory_bytes  # render: drop
+
+
+# ---- the device run: the recipe ----------------------------------------------------------------------------
+def device_run(params, rank=None):
+    """Load on the backend's device, compile, generate twice (cold, then warm and timed)."""
+    import torch
+    import transformers
+
+    device, dtype = params["device"], getattr(torch, params["dtype"])
+    if rank is not None and device in ("neuron", "cuda"):
+        device = f"{device}:{rank}"  # one process per core: device index = local rank
+    n = params["max_new_tokens"]
+    stage, timings = "load", {}
+    recompiles = RecompileLog()
+    try:
+        t0 = time.perf_counter()
+        model, tokenizer, inputs = load(params, device, dtype, sharded=rank is not None)
+        timings["load_s"] = time.perf_counter() - t0
+
+        compile_config = transformers.CompileConfig(
+            backend=params["compile_backend"], fullgraph=True, dynamic=False, mode="default"
+        )
+        if not device.startswith(("neuron", "cuda")):
+            # generate() compiles automatically only on accelerators; ask for it on CPU too.
+            compile_config._compile_all_devices = True
+        kwargs = generation_kwargs(tokenizer, n)
+        kwargs.update(cache_implementation="static", compile_config=compile_config)
+
+        stage = "compile"  # the first call traces and compiles the decode step
+        t0 = time.perf_counter()
+        with recompiles, torch.inference_mode():
+            first = model.generate(**inputs, **kwargs)
+        timings["first_call_s"] = time.perf_counter() - t0
+
+        stage = "run"
+        clock = TokenClock()
+        with torch.inference_mode():
+            out = model.generate(**inputs, **kwargs, streamer=clock)
+        timings["generate_s"] = time.perf_counter() - clock.start
+        timings["compile_s"] = max(timings["first_call_s"] - timings["generate_s"], 0.0)
+        timings.update(clock.figures())
+        prompt_len = inputs["input_ids"].shape[1]
+        tokens = out[0, prompt_len:].tolist()
+        return {
+            "ok": True,
+            "mode": "device",
+            "tokens": tokens,
+            "text": tokenizer.decode(tokens, skip_special_tokens=True),
+            "warm_equals_cold": tokens == first[0, prompt_len:].tolist(),
+            "prompt_tokens": prompt_len,
+            "timings": timings,
+            "peak_memory_bytes": peak_memory_bytes(str(device)),
+            "compile_cache": compile_cache_counters() if params["compile_backend"] == "inductor" else None,
+            "retraced": dynamo_traced(),
+            "recompile_reasons": recompiles.reasons[-3:],
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+        }
+    except BaseException as exc:  # noqa: BLE001 - every failure becomes a classified result
+        return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:])
+
+
+def generation_kwargs(tokenizer, n):
+    """Exactly n greedy tokens (an early end-of-sequence would shorten the comparison)."""
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    return {"max_new_tokens": n, "min_new_tokens": n, "do_sample": False, "pad_token_id": pad}
+
+
+# ---- loading -----------------------------------------------------------------------------------------------
+def load(params, device, dtype, sharded=False):
+    """from_pretrained the model and its tokenizer or processor, and build the prompt inputs."""
+    import transformers
+
+    common = {"trust_remote_code": params["trust_remote_code"], "revision": params["revision"]}
+    weights = {**common, **(sharding_kwargs(params) if sharded else {})}
+    if params["task"] == "image-text-to-text":
+        processor = transformers.AutoProcessor.from_pretrained(params["model_path"], **common)
+        model = transformers.AutoModelForImageTextToText.from_pretrained(params["model_path"], dtype=dtype, **weights)
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": params["prompt"]}]}]
+        text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        inputs = processor(text=text, images=[test_image()], return_tensors="pt")
+        tokenizer = processor.tokenizer
+    else:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(params["model_path"], **common)
+        model = transformers.AutoModelForCausalLM.from_pretrained(params["model_path"], dtype=dtype, **weights)
+        if tokenizer.chat_template:
+            messages = [{"role": "user", "content": params["prompt"]}]
+            text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        else:
+            text = params["prompt"]
+        inputs = tokenizer(text, return_tensors="pt")
+    model.eval()
+    if sharded:
+        device = model.device  # transformers placed each shard on this rank's device
+    else:
+        model.to(device)
+    inputs = {k: (v.to(device).to(dtype) if v.is_floating_point() else v.to(device)) for k, v in inputs.items()}
+    return model, tokenizer, inputs
+
+
+def sharding_kwargs(params):
+    """from_pretrained arguments for transformers' own sharding, in whichever form the installed release takes."""
+    import transformers
+
+    parallelism = params["parallelism"]
+    if parallelism == "none":
+        return {}
+    tp, ep = parallelism.startswith("tp"), "ep" in parallelism
+    if hasattr(transformers, "DistributedConfig"):
+        config = transformers.DistributedConfig(tp_plan="auto" if tp else None, enable_expert_parallel=ep)
+        return {"distributed_config": config}
+    if ep:
+        raise RuntimeError(f"transformers {transformers.__version__} has no expert parallelism (DistributedConfig)")
+    return {"tp_plan": "auto"}  # older releases
+
+
+def test_image():
+    """A deterministic 64x64 RGB gradient (channels first, uint8): no file, no download."""
+    import torch
+
+    ramp = torch.arange(64, dtype=torch.int64)
+    red = (ramp.view(1, 64).expand(64, 64) * 4) % 256
+    green = (ramp.view(64, 1).expand(64, 64) * 4) % 256
+    blue = ((ramp.view(1, 64) + ramp.view(64, 1)) * 2) % 256
+    return torch.stack([red, green, blue]).to(torch.uint8)
+
+
+# ---- the reference -----------------------------------------------------------------------------------------
+def reference_run(params):
+    """The same checkpoint, dtype and prompt on CPU in eager mode: the tokens to match and their logits."""
+    import torch
+
+    dtype = getattr(torch, params["dtype"])
+    n, k = params["max_new_tokens"], params["top_k"]
+    try:
+        model, tokenizer, inputs = load(params, "cpu", dtype)
+        with torch.inference_mode():
+            out = model.generate(**inputs, **generation_kwargs(tokenizer, n), output_logits=True,
+                                 return_dict_in_generate=True)
+        prompt_len = inputs["input_ids"].shape[1]
+        top_ids, top_logits = [], []
+        for step in out.logits:  # raw logits per generated position
+            values, ids = torch.topk(step[0].float(), k)
+            top_ids.append(ids.tolist())
+            top_logits.append([round(v, 6) for v in values.tolist()])
+        tokens = out.sequences[0, prompt_len:].tolist()
+        return {
+            "ok": True,
+            "mode": "reference",
+            "tokens": tokens,
+            "text": tokenizer.decode(tokens, skip_special_tokens=True),
+            "top_ids": top_ids,
+            "top_logits": top_logits,
+        }
+    except BaseException as exc:  # noqa: BLE001
+        return failed(exc, "reference", {})
+
+
+# ---- helpers -----------------------------------------------------------------------------------------------
+class TokenClock:
+    """A generate() streamer that timestamps each new token: gives time to first token and decode rate."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+        self.stamps = []
+        self.prompt_seen = False
+
+    def put(self, value):
+        if not self.prompt_seen:  # generate() first hands the streamer the prompt
+            self.prompt_seen = True
+            return
+        self.stamps.append(time.perf_counter())
+
+    def end(self):
+        pass
+
+    def figures(self):
+        out = {}
+        if self.stamps:
+            out["ttft_s"] = self.stamps[0] - self.start
+            if len(self.stamps) > 1:
+                out["decode_tokens_per_s"] = (len(self.stamps) - 1) / (self.stamps[-1] - self.stamps[0])
+        return out
+
+
+def compile_cache_counters():
+    """Inductor's FX-graph cache hits and misses in this process (None where the compiler keeps no such count)."""
+    try:
+        from torch._dynamo.utils import counters
+
+        inductor = counters["inductor"]
+        return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
+    except Exception:  # not inductor, or another torch release
+        return None
+
+
+def dynamo_traced():
+    """Did dynamo trace Python code in this process (False when a warm cache handed it the graph)?"""
+    try:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"]["unique_graphs"]) > 0
+    except Exception:
+        return None
