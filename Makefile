@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test gate lab bench clean
+.PHONY: install demo test gate lab bench clean sweep-architectures expected-architectures sweep-releases
 
 $(STAMP): pyproject.toml constraints.txt scripts/setup_env.sh
 	bash scripts/setup_env.sh $(VENV)
@@ -20,12 +20,35 @@ test: install
 	bash scripts/install_browser.sh
 	$(PY) -m pytest
 
-# The expected-results gate: a small twin sweep checked against expected/cpu_twins.csv (CI runs it).
+# The expected-results gate (CI runs it): a fixed, representative slice of the architecture catalog (dense, MoE,
+# sliding-window, state-space, vision-language, and one without a twin) checked against the whole-library file.
 GATE_DIR ?= .gate-results
 gate: install
 	rm -rf $(GATE_DIR)
-	$(PY) -m neuronhelpers sweep tiny/gemma2 tiny/llama tiny/llava tiny/qwen3 tiny/qwen3_moe --out $(GATE_DIR) --no-progress
-	$(PY) -m neuronhelpers check --expected expected/cpu_twins.csv $(GATE_DIR)
+	$(PY) -m neuronhelpers sweep --file expected/gate_slice.txt --jobs 2 --timeout 600 --out $(GATE_DIR) --no-progress
+	$(PY) -m neuronhelpers check --expected expected/cpu_architectures.csv --only-tested $(GATE_DIR)
+
+# The architecture catalog: every text-generation and image-text-to-text architecture of the installed
+# transformers, one tiny twin each (about half an hour on 2 cores). Resumable: run it again to finish it.
+CATALOG ?= catalog
+SWEEP_ARGS ?= --architectures --jobs 2 --timeout 600 --out $(CATALOG)
+sweep-architectures: install
+	$(PY) -m neuronhelpers sweep $(SWEEP_ARGS)
+
+# Rewrite expected/cpu_architectures.csv from the catalog's rows of this environment's version pair.
+expected-architectures: install
+	$(PY) -m neuronhelpers check $(CATALOG) --pair current --expected expected/cpu_architectures.csv --write
+
+# The same catalog under a second transformers release and a second compiler (inductor of torch 2.13.0), each
+# in an environment made by scripts/release_env.sh, into the same dataset: the explorer's pickers and
+# `neuronhelpers diff` then compare them.
+.venv-transformers-%:
+	TRANSFORMERS_VERSION=$* bash scripts/release_env.sh $@
+.venv-torch-%:
+	TORCH_SPEC="torch==$*" bash scripts/release_env.sh $@
+sweep-releases: sweep-architectures .venv-transformers-5.24.0 .venv-torch-2.13.0
+	.venv-transformers-5.24.0/bin/python -m neuronhelpers sweep $(SWEEP_ARGS)
+	.venv-torch-2.13.0/bin/python -m neuronhelpers sweep $(SWEEP_ARGS)
 
 lab: install
 	$(PY) -m pip install --quiet -e ".[lab]" -c constraints.txt
@@ -34,6 +57,8 @@ lab: install
 bench: install
 	$(PY) bench/bench_dataset.py
 	$(PY) bench/bench_explorer.py
+	$(PY) bench/bench_cache.py
+	$(PY) bench/bench_sweep.py
 
 clean:
-	rm -rf $(VENV) results .pytest_cache test-artifacts .gate-results
+	rm -rf $(VENV) results .pytest_cache test-artifacts .gate-results .venv-transformers-* .venv-torch-*

@@ -2,6 +2,8 @@
 
 The backend is a parameter of every run; the same code path serves all three. ``detect_backend``
 picks ``neuron`` when a neuron device is present, else ``cuda``, else ``cpu``; ``--backend`` overrides.
+
+Taught in notebook 02.
 """
 
 from __future__ import annotations

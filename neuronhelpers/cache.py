@@ -2,6 +2,8 @@
 
 The compiler version is part of the cache's address (``<backend>/<compiler>-<version>``): graphs
 compiled by another version are never picked up silently.
+
+Taught in notebook 02 (a warm cache) and 05 (publishing and syncing caches).
 """
 
 from __future__ import annotations

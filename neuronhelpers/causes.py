@@ -88,11 +88,46 @@ def missing_package(error: str | None, trace: str | None = None) -> str | None:
     return None
 
 
+_INT_GUARD = re.compile(r"\.(\w+) == N$")
+# Where the objects a decode step carries are defined: the caches and the generation loop.
+_SHARED_SOURCES = ("cache_utils.py", "generation/utils.py", "masking_utils.py", "modeling_utils.py")
+
+
+def owner_of(attribute: str) -> str | None:
+    """The transformers class that sets ``self.<attribute>`` in the shared cache / generation code, if one does."""
+    import ast
+
+    try:
+        import transformers
+    except ImportError:
+        return None
+    from pathlib import Path
+
+    root = Path(transformers.__file__).parent
+    for name in _SHARED_SOURCES:
+        try:
+            tree = ast.parse((root / name).read_text())
+        except (OSError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for sub in ast.walk(node):
+                    if (isinstance(sub, ast.Attribute) and sub.attr == attribute and isinstance(sub.ctx, ast.Store)
+                            and isinstance(sub.value, ast.Name) and sub.value.id == "self"):
+                        return node.name
+    return None
+
+
 def failure_cause(error_type: str | None, error: str | None, trace: str | None = None,
                   recompile_reasons: list[str] | None = None) -> str:
     """The signature of one failure (see the module docstring)."""
     guard = failing_guard(recompile_reasons)
     if guard and "recompile" in f"{error_type} {error} {trace}".lower():
+        attribute = _INT_GUARD.search(guard)
+        owner = owner_of(attribute.group(1)) if attribute else None
+        if owner:
+            return (f"recompile limit: {owner}.{attribute.group(1)} is a Python int guarded on every decode step "
+                    f"(`{guard}`)")[:MAX_LENGTH + 60]
         return f"recompile limit: guard `{guard}` fails on every decode step"[:MAX_LENGTH]
     message = (error or error_type or "unknown error").split("\n", 1)[0]
     if error_type and message.startswith(f"{error_type}:"):

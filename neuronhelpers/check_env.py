@@ -1,6 +1,8 @@
 """Environment check for workshop attendees: OK / FAIL (or INFO) per requirement, one line each.
 
     python -m neuronhelpers.check_env      (also: neuronhelpers doctor)
+
+Used before notebook 01 in a workshop: the README's set-up step.
 """
 
 from __future__ import annotations

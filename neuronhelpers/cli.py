@@ -38,11 +38,28 @@ def _sweep_and_summarise(models: list[str], args, include_excluded: bool) -> int
     from .dataset import DatasetWarning, load_results
     from .sweep import summary_frame, sweep
 
+    ray_address = getattr(args, "ray", None)
+    if ray_address:
+        from .fleet import import_ray
+
+        import_ray()  # without Ray: one line that says how to install it, before anything is planned
+        if args.jobs != 1:
+            raise UserError("--jobs does not apply with --ray: the cluster's free cores decide how many models run at once")
     backend = get_backend(args.backend)
     memory = int(args.memory_limit_gb * 2**30) if args.memory_limit_gb else None
-    print(f"sweeping {len(models)} models on backend '{backend.name}' into {args.out}/ (32 greedy tokens each, verified)")
-    rows = sweep(models, args.out, backend=backend, jobs=args.jobs, timeout=args.timeout, rerun=args.rerun,
-                 progress=not args.no_progress, memory_limit_bytes=memory, include_excluded=include_excluded)
+    where = f" on the Ray cluster '{ray_address}'" if ray_address else ""
+    print(f"sweeping {len(models)} models on backend '{backend.name}'{where} into {args.out}/ (32 greedy tokens each, verified)")
+    if ray_address:
+        from .fleet import FleetReport, sweep_on_ray
+
+        report = FleetReport()
+        rows = sweep_on_ray(models, args.out, address=ray_address, backend=backend, timeout=args.timeout,
+                            rerun=args.rerun, progress=not args.no_progress, memory_limit_bytes=memory,
+                            include_excluded=include_excluded, report=report)
+        print(report.summary())
+    else:
+        rows = sweep(models, args.out, backend=backend, jobs=args.jobs, timeout=args.timeout, rerun=args.rerun,
+                     progress=not args.no_progress, memory_limit_bytes=memory, include_excluded=include_excluded)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DatasetWarning)
         df = load_results(args.out)
@@ -130,7 +147,9 @@ def cmd_check(args) -> int:
     from .diff import check_expected, expected_frame, read_expected
     from .dataset import load_results
 
-    actual = load_results(args.results)
+    from .dataset import select_pair
+
+    actual, _ = select_pair(load_results(args.results), args.pair)
     if args.write:
         frame = expected_frame(actual)
         frame.to_csv(args.expected, index=False)
@@ -296,16 +315,10 @@ def cmd_twins(args) -> int:
 
 def cmd_causes(args) -> int:
     """Root causes ranked by how many architectures they block, each with its architectures."""
-    import pandas as pd
-
     from .causes import rank_causes, untested_reasons
-    from .dataset import load_results
-    from .explorer import newest_pair
+    from .dataset import load_results, select_pair
 
-    df = load_results(args.results)
-    pair = newest_pair(df) if args.pair is None else tuple(args.pair.split(","))
-    if pair:
-        df = df[(df.compiler_version == pair[0]) & (df.library_version == pair[1])]
+    df, pair = select_pair(load_results(args.results), args.pair)
     failing, untested = rank_causes(df), untested_reasons(df)
     if args.json:
         print(json.dumps({"pair": pair, "failures": failing.to_dict("records"), "untested": untested.to_dict("records")},
@@ -324,7 +337,6 @@ def cmd_causes(args) -> int:
             print(f"{row.count:4d}  [{row.stage}] {row.cause}\n      {names}")
         if len(frame) > args.top:
             print(f"      ... and {len(frame) - args.top} more causes (--top N)")
-    del pd
     return 0
 
 
@@ -383,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", choices=list(vocab.TASKS), default=None, help="with --architectures: only this task")
     p.add_argument("--real", action="store_true", help="Selected: the real Hub ids (needs the Hub and the weights)")
     sweep_args(p)
+    p.add_argument("--ray", metavar="ADDRESS", default=None,
+                   help="run each model as a Ray task on a cluster: auto (the cluster this machine joined), HOST:PORT, "
+                        "or local (start one here); needs pip install -e '.[fleet]'")
     p.set_defaults(func=cmd_sweep)
 
     p = command("demo", "sweep the Selected list's twins into ./results and print a summary", backend)
@@ -391,7 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("causes", "root causes of FAIL (and UNTESTED) rows, ranked by how many architectures they block", as_json)
     p.add_argument("results", nargs="?", default="results", help="dataset folder (default ./results)")
-    p.add_argument("--pair", default=None, help="COMPILER_VERSION,LIBRARY_VERSION (default: the newest pair)")
+    p.add_argument("--pair", default="newest",
+                   help="COMPILER_VERSION,LIBRARY_VERSION, current (this environment's) or newest (the default)")
     p.add_argument("--top", type=int, default=10, help="causes to show per kind (default 10)")
     p.set_defaults(func=cmd_causes)
 
@@ -420,6 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", action="store_true", help="rewrite the expected file from these results instead")
     p.add_argument("--only-tested", action="store_true",
                    help="check only the expected models present in the results (a slice of a whole-library file)")
+    p.add_argument("--pair", default=None,
+                   help="only the rows of COMPILER_VERSION,LIBRARY_VERSION, current (this environment's) or newest")
     p.set_defaults(func=cmd_check)
 
     p = command("app", "serve the explorer as a web page (Voila) on localhost")

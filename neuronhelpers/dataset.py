@@ -185,3 +185,42 @@ def recorded_keys(folder) -> set[tuple]:
         return set()
     columns = df[list(results.RESUME_KEY)].astype(object)
     return {results.resume_key(dict(zip(results.RESUME_KEY, values))) for values in columns.values.tolist()}
+
+
+def version_pairs(df) -> list[tuple[str, str, str]]:
+    """The (library, compiler version, library version) pairs in a results frame, newest first (versions are
+    ordered as versions, not as text: 2.14.1 after 2.9.0)."""
+    from packaging.version import InvalidVersion, Version
+
+    def key(value):
+        try:
+            return (1, Version(str(value).split("+")[0]))
+        except InvalidVersion:
+            return (0, Version("0"))
+
+    pairs = {(r.library, r.compiler_version, r.library_version)
+             for r in df[["library", "compiler_version", "library_version"]].itertuples(index=False)}
+    return sorted(pairs, key=lambda p: (key(p[1]), key(p[2]), str(p[0])), reverse=True)
+
+
+def select_pair(df, pair: str | None):
+    """The rows of one version pair: ``"current"`` (this environment's compiler and transformers), ``"newest"``,
+    ``"COMPILER_VERSION,LIBRARY_VERSION"``, or all rows when None. Returns (rows, (compiler, library) or None)."""
+    if pair is None:
+        return df, None
+    if pair == "current":
+        from . import versions
+        from .backends import get_backend
+
+        chosen = (versions.compiler_for(get_backend("auto"))[1], versions.library_version("transformers"))
+    elif pair == "newest":
+        pairs = version_pairs(df)
+        chosen = (pairs[0][1], pairs[0][2]) if pairs else None
+    else:
+        parts = [p.strip() for p in pair.split(",")]
+        if len(parts) != 2:
+            raise UserError(f"--pair '{pair}': give COMPILER_VERSION,LIBRARY_VERSION (e.g. 2.14.1,5.23.0), current or newest")
+        chosen = tuple(parts)
+    if chosen is None:
+        return df, None
+    return df[(df.compiler_version == chosen[0]) & (df.library_version == chosen[1])], chosen

@@ -3,6 +3,8 @@
 ``diff_results(old, new)`` compares two sets of rows (two version pairs of one dataset, or two
 dataset folders) model by model: regressed (PASS -> not PASS, with the new error), improved, newly
 tested, dropped, and wall-time / peak-memory changes beyond a threshold.
+
+Taught in notebooks 05 (a release's diff and gate) and 06 (releases side by side).
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import UserError
-from .vocab import PASS
+from .vocab import FAIL, PASS, UNTESTED
 
-CHANGE_ORDER = ["regressed", "improved", "new", "dropped", "slower", "faster", "more memory", "less memory"]
+# Kinds of change, in the order they are listed. A row that became (or stopped being) UNTESTED is not a
+# regression or an improvement of the model: the verdict was lost or reached.
+CHANGE_ORDER = ["regressed", "improved", "new cause", "verdict lost", "verdict reached", "new", "dropped", "slower",
+                "faster", "more memory", "less memory"]
 
 
 def load_side(path: str | Path) -> pd.DataFrame:
@@ -55,12 +60,26 @@ def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float 
                         "new_error": b.at[model, "error"]})
             continue
         ra, rb = a.loc[model], b.loc[model]
-        base = {"model_id": model, "old_result": ra["result"], "new_result": rb["result"]}
+        base = {"model_id": model, "old_result": ra["result"], "new_result": rb["result"], "old_cause": ra.get("cause")}
+        verdicts = (PASS, FAIL)
+        if ra["result"] in verdicts and rb["result"] == UNTESTED:
+            out.append({**base, "change": "verdict lost", "new_stage": rb["stage"], "new_error": rb["error"],
+                        "new_cause": rb.get("cause")})
+            continue
+        if ra["result"] not in verdicts and rb["result"] in verdicts:
+            out.append({**base, "change": "verdict reached", "new_stage": rb["stage"], "new_error": rb["error"],
+                        "new_cause": rb.get("cause")})
+            continue
         if ra["result"] == PASS and rb["result"] != PASS:
-            out.append({**base, "change": "regressed", "new_stage": rb["stage"], "new_error": rb["error"]})
+            out.append({**base, "change": "regressed", "new_stage": rb["stage"], "new_error": rb["error"],
+                        "new_cause": rb.get("cause")})
             continue
         if ra["result"] != PASS and rb["result"] == PASS:
             out.append({**base, "change": "improved"})
+            continue
+        if ra["result"] == FAIL and rb["result"] == FAIL and ra.get("cause") != rb.get("cause"):
+            out.append({**base, "change": "new cause", "new_stage": rb["stage"], "new_error": rb["error"],
+                        "new_cause": rb.get("cause")})
             continue
         for column, threshold, up, down in (("wall_s", time_threshold, "slower", "faster"),
                                             ("peak_memory_bytes", memory_threshold, "more memory", "less memory")):
@@ -70,8 +89,8 @@ def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float 
                 if abs(ratio) > threshold:
                     out.append({**base, "change": up if ratio > 0 else down, "column": column,
                                 "old_value": float(before), "new_value": float(after), "relative": round(ratio, 3)})
-    columns = ["model_id", "change", "old_result", "new_result", "new_stage", "new_error", "column", "old_value",
-               "new_value", "relative"]
+    columns = ["model_id", "change", "old_result", "new_result", "new_stage", "old_cause", "new_cause", "new_error",
+               "column", "old_value", "new_value", "relative"]
     frame = pd.DataFrame(out, columns=columns)
     frame["change"] = pd.Categorical(frame["change"], categories=CHANGE_ORDER, ordered=True)
     return frame.sort_values(["change", "model_id"]).reset_index(drop=True)

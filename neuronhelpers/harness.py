@@ -23,7 +23,7 @@ from .recipes.scaffold import MEMORY_WORDS
 from .reference import cached_reference, reference_key, store_reference
 from .runner import ProcessOutcome, execute
 from .settings import DEFAULT_TIMEOUT_S, REFERENCE_TIMEOUT_S
-from .verify import compare_tokens
+from .verify import verify_outputs
 from .vocab import EXCLUDED, FAIL, PASS, UNTESTED
 
 
@@ -104,7 +104,8 @@ def prepare_run(model: str | ModelRef, *, backend: str | Backend | None = None, 
         return plan_run(model, backend=be, dtype=dtype, trust_remote_code=trust_remote_code, cores=cores)
     except twins.TwinUnavailable as exc:
         return untested_row(exc.spec.model_id, be, stage="twin", error=str(exc), cause=exc.cause, task=exc.spec.task,
-                            model_type=exc.spec.model_type, twin_of=exc.spec.model_type)
+                            model_type=exc.spec.model_type, twin_of=exc.spec.model_type,
+                            library=recipe.LIBRARY_FOR_TASK.get(exc.spec.task, "transformers"))
 
 
 def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | None = None, dtype: str | None = None,
@@ -147,6 +148,9 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
     timings = payload.get("timings") or {}
     for key in ("load_s", "compile_s", "generate_s", "ttft_s", "decode_tokens_per_s"):
         row[key] = timings.get(key)
+    figures = payload.get("figures") or {}  # the other libraries' warm figures (sentences/s; seconds per step, per image)
+    for key in ("items_per_s", "step_s", "image_s"):
+        row[key] = figures.get(key)
 
     if not (device.payload and device.payload.get("ok")):
         row.update(classify_failure(device, timeout))
@@ -155,14 +159,14 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
     row["cache_hit"] = cache_hit(payload.get("compile_cache"), cached_before, cache_files(be))
     row.update(
         retraced=payload.get("retraced"),
-        tokens=payload["tokens"],
+        tokens=payload.get("tokens"),
         text=payload.get("text"),
         peak_memory_bytes=payload.get("peak_memory_bytes"),
         peak_memory_per_rank=payload.get("peak_memory_per_rank") or (
             [payload["peak_memory_bytes"]] if payload.get("peak_memory_bytes") is not None else None),
     )
     # The reference holds the same weights in the same dtype on the host: affordable or not.
-    if plan.cores > 1 and plan.weight_bytes > host_reference_budget():
+    if planned.library == "transformers" and plan.cores > 1 and plan.weight_bytes > host_reference_budget():
         judge = make_judge(judge_model)
         judgement = judge.judge(payload.get("text") or "")
         row.update(judge=judge.name, result=PASS if judgement.ok else FAIL,
@@ -196,12 +200,7 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
             return row
         reference_payload = reference.payload
         store_reference(key, reference_payload)
-    row["reference_tokens"] = reference_payload["tokens"]
-    verdict = compare_tokens(payload["tokens"], reference_payload, params["dtype"])
-    row.update(result=verdict.result, stage=verdict.stage, verification=verdict.verification, error=verdict.error,
-               first_divergence=verdict.first_divergence, divergence_margin=verdict.divergence_margin)
-    if verdict.result == FAIL:
-        row["cause"] = "tokens diverge from the CPU reference"
+    row.update(verify_outputs(params, payload, reference_payload))
     return row
 
 

@@ -2,6 +2,8 @@
 
 Every check here runs before any process is started, so bad input becomes a one-line error naming
 the model and what to do, not a traceback from deep inside a run.
+
+Taught in notebook 02.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from . import twins
 from .errors import UserError
-from .vocab import IMAGE_TEXT_TO_TEXT, TASKS, TEXT_GENERATION
+from .vocab import FEATURE_EXTRACTION, IMAGE_TEXT_TO_TEXT, TASKS, TEXT_GENERATION, TEXT_TO_IMAGE
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer_config.json")
@@ -52,7 +54,7 @@ def resolve_model(model: str, *, task: str | None = None, trust_remote_code: boo
     model = model.strip()
     if twins.is_twin_id(model):
         spec = twins.twin_spec(model)
-        path = twins.build_twin(spec.model_type)
+        path = twins.build_twin(spec.key)
         return ModelRef(spec.model_id, str(path), spec.task, spec.model_type, twin_of=spec.model_type)
     if os.path.isdir(model):
         # The row and the rendered run.py both name the absolute folder: run.py runs in another working
@@ -76,7 +78,8 @@ def _hub_snapshot(repo_id: str) -> Path:
         RepositoryNotFoundError,
     )
 
-    patterns = ["config.json", *_TOKENIZER_FILES, *_PROCESSOR_FILES, "special_tokens_map.json", "chat_template.*"]
+    patterns = ["config.json", *_TOKENIZER_FILES, *_PROCESSOR_FILES, "special_tokens_map.json", "chat_template.*",
+                *_LIBRARY_FILES]
     try:
         return Path(snapshot_download(repo_id, allow_patterns=patterns))
     except GatedRepoError:
@@ -92,7 +95,39 @@ def _hub_snapshot(repo_id: str) -> Path:
         raise UserError(f"model '{repo_id}' could not be fetched from the Hub ({type(exc).__name__}): check the network") from None
 
 
+# What tells a sentence-transformers model (modules.json) or a diffusers pipeline (model_index.json) from a plain
+# transformers checkpoint, and the configs and tokenizers of their modules / components (in subfolders).
+_LIBRARY_FILES = ("modules.json", "model_index.json", "sentence_bert_config.json", "config_sentence_transformers.json",
+                  "*/config.json", "*/scheduler_config.json", *(f"*/{name}" for name in _TOKENIZER_FILES),
+                  "*/special_tokens_map.json")
+# A diffusers pipeline's architecture, named after its denoiser (twins use the same names: tiny/sd-unet is "unet2d").
+DENOISER_TYPES = {"UNet2DConditionModel": "unet2d", "PixArtTransformer2DModel": "pixart",
+                  "FluxTransformer2DModel": "flux", "SD3Transformer2DModel": "sd3", "SanaTransformer2DModel": "sana"}
+
+
+def library_of_folder(folder: Path) -> str:
+    """Which library a checkpoint folder is for: diffusers (model_index.json), sentence-transformers (modules.json),
+    else transformers."""
+    if (folder / "model_index.json").is_file():
+        return "diffusers"
+    if (folder / "modules.json").is_file():
+        return "sentence-transformers"
+    return "transformers"
+
+
+def _read_json(model: str, path: Path) -> dict | list:
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise UserError(f"'{model}': {path.name} is not valid JSON ({exc}); re-download or re-save the checkpoint") from None
+
+
 def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str, path: str | None = None) -> ModelRef:
+    library = library_of_folder(folder)
+    if library == "diffusers":
+        return _checked_pipeline(model, folder, task, trust_remote_code, model_id=model_id, path=path)
+    if library == "sentence-transformers":
+        return _checked_sentence_transformer(model, folder, task, trust_remote_code, model_id=model_id, path=path)
     config_file = folder / "config.json"
     if not config_file.is_file():
         raise UserError(f"'{model}' has no config.json: point at a transformers checkpoint folder (save_pretrained output)")
@@ -112,6 +147,55 @@ def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool
     if task == IMAGE_TEXT_TO_TEXT and not any((folder / name).is_file() for name in _PROCESSOR_FILES):
         raise UserError(f"'{model}' is an image-text-to-text model without a processor: save one with processor.save_pretrained")
     return ModelRef(model_id, path or str(folder), task, model_type)
+
+
+def _checked_sentence_transformer(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str,
+                                  path: str | None) -> ModelRef:
+    """A sentence-transformers folder: modules.json, and a first module holding a transformers config and tokenizer."""
+    modules = _read_json(model, folder / "modules.json")
+    if not isinstance(modules, list) or not modules:
+        raise UserError(f"'{model}': modules.json lists no modules; re-save the model with SentenceTransformer.save")
+    custom = [m.get("type", "") for m in modules if not str(m.get("type", "")).startswith("sentence_transformers.")]
+    if custom and not trust_remote_code:
+        raise UserError(f"'{model}' needs trust_remote_code: its module {custom[0]} lives in the checkpoint, not in "
+                        f"sentence-transformers; read that code, then rerun with --trust-remote-code if you trust it")
+    first = folder / (modules[0].get("path") or "")
+    if not (first / "config.json").is_file():
+        raise UserError(f"'{model}': its first module ({modules[0].get('type')}) has no transformers config.json: "
+                        "only models built on a Transformer module are tested")
+    config = _read_json(model, first / "config.json")
+    _check_remote_code(model, config, trust_remote_code)
+    if not any((first / name).is_file() for name in _TOKENIZER_FILES):
+        raise UserError(f"'{model}' has no tokenizer (none of {', '.join(_TOKENIZER_FILES)}) beside its transformer module")
+    return ModelRef(model_id, path or str(folder), _library_task(model, task, FEATURE_EXTRACTION), config.get("model_type"))
+
+
+def _checked_pipeline(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str,
+                      path: str | None) -> ModelRef:
+    """A diffusers pipeline folder: model_index.json naming a diffusers pipeline class, a denoiser and a tokenizer."""
+    index = _read_json(model, folder / "model_index.json")
+    pipeline = index.get("_class_name") if isinstance(index, dict) else None
+    if not isinstance(pipeline, str) and not trust_remote_code:
+        raise UserError(f"'{model}' needs trust_remote_code: its pipeline class {pipeline} lives in the checkpoint, not in "
+                        f"diffusers; read that code, then rerun with --trust-remote-code if you trust it")
+    components = {name: value for name, value in index.items() if not name.startswith("_")
+                  and isinstance(value, list) and len(value) == 2 and value[0]}
+    denoiser = components.get("transformer") or components.get("unet")
+    if denoiser is None:
+        raise UserError(f"'{model}': {pipeline} has no unet or transformer component: not a text-to-image pipeline")
+    if not any(name.startswith("tokenizer") for name in components):
+        raise UserError(f"'{model}': {pipeline} has no tokenizer component: not a text-to-image pipeline")
+    missing = [name for name in components if not (folder / name).is_dir()]
+    if missing and os.path.isabs(path or str(folder)):  # a local folder must hold its components (the Hub fetches them)
+        raise UserError(f"'{model}' lacks the component folder(s) {', '.join(missing)} that model_index.json names")
+    model_type = DENOISER_TYPES.get(denoiser[1], denoiser[1].lower())
+    return ModelRef(model_id, path or str(folder), _library_task(model, task, TEXT_TO_IMAGE), model_type)
+
+
+def _library_task(model: str, task: str | None, expected: str) -> str:
+    if task not in (None, expected):
+        raise UserError(f"'{model}' is a {expected} model (by its files), not {task}")
+    return expected
 
 
 def _check_remote_code(model: str, config: dict, trust_remote_code: bool) -> None:

@@ -17,7 +17,7 @@ PROBE_TIMEOUT_S = 2.0
 _TRUE = ("1", "true", "yes", "on")
 # Set (for this process and its children) when offline mode was switched on because the probe failed.
 UNREACHABLE_MARK = "NEURONHELPERS_HUB_UNREACHABLE"
-_decided: bool | None = None
+_decided: dict[str, bool] = {}  # endpoint -> reachable, decided once per process
 
 
 def offline_requested() -> bool:
@@ -39,17 +39,18 @@ def _probe(endpoint: str, timeout: float) -> bool:
         return False
 
 
-def hub_reachable(*, refresh: bool = False) -> bool:
+def hub_reachable(*, refresh: bool = False, endpoint: str | None = None) -> bool:
     """True when the Hub can be reached from here: not in offline mode and its endpoint accepts a connection.
 
-    The answer is kept for the life of the process (``refresh=True`` asks again).
+    The answer is kept for the life of the process (``refresh=True`` asks again). ``endpoint`` asks about
+    another Hub endpoint than HF_ENDPOINT's (an HfApi's own).
     """
-    global _decided
     if offline_requested():
         return False
-    if _decided is None or refresh:
-        _decided = _probe(hub_endpoint(), PROBE_TIMEOUT_S)
-    return _decided
+    endpoint = endpoint or hub_endpoint()
+    if endpoint not in _decided or refresh:
+        _decided[endpoint] = _probe(endpoint, PROBE_TIMEOUT_S)
+    return _decided[endpoint]
 
 
 def apply_offline_mode() -> bool:

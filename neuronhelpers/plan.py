@@ -6,6 +6,8 @@ core count is the smallest of 1, 2, 4, 8, 16 that holds the weights and over whi
 splits: tensor parallelism (TP) needs the attention heads and key/value heads divisible by the count,
 expert parallelism (EP) needs the experts divisible. Architectures with a TP plan in transformers use
 TP (MoE ones TP+EP); MoE architectures without one use EP alone; others cannot be split.
+
+Taught in notebook 03.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,9 +116,81 @@ def safetensors_parameters(folder: str | Path) -> int | None:
     return total
 
 
+_SAFETENSORS_NAME = re.compile(r"^(?P<base>[^.]+?)(?:\.(?P<variant>[A-Za-z0-9_]+))?(?:-\d{5}-of-\d{5})?\.safetensors$")
+
+
+def one_variant(names: list[str]) -> list[str]:
+    """The safetensors files of one weight variant: diffusers folders may hold the same weights twice
+    (``diffusion_pytorch_model.safetensors`` and ``....fp16.safetensors``); the plain variant counts, else the first."""
+    variants: dict[str | None, list[str]] = {}
+    for name in names:
+        match = _SAFETENSORS_NAME.match(Path(name).name)
+        if match:
+            variants.setdefault(match.group("variant"), []).append(name)
+    if not variants:
+        return []
+    return variants.get(None) or variants[sorted(k for k in variants if k)[0]]
+
+
+def _safetensors_headers(paths: list[Path]) -> int:
+    total = 0
+    for path in paths:
+        with open(path, "rb") as handle:
+            (length,) = struct.unpack("<Q", handle.read(8))
+            header = json.loads(handle.read(length))
+        total += sum(math.prod(info["shape"]) if info["shape"] else 1 for name, info in header.items() if name != "__metadata__")
+    return total
+
+
+def component_folders(folder: str | Path) -> list[str] | None:
+    """The folders holding a sentence-transformers model's or a diffusers pipeline's weights, relative to ``folder``
+    ("" is the folder itself): modules.json's module paths, or model_index.json's components. None for a plain
+    transformers checkpoint."""
+    folder = Path(folder)
+    if (folder / "model_index.json").is_file():
+        index = json.loads((folder / "model_index.json").read_text())
+        return sorted(name for name, value in index.items() if not name.startswith("_") and isinstance(value, list)
+                      and len(value) == 2 and value[0])
+    if (folder / "modules.json").is_file():
+        return sorted({module.get("path") or "" for module in json.loads((folder / "modules.json").read_text())})
+    return None
+
+
+def pipeline_parameters(folder: str | Path) -> int | None:
+    """Parameter count of a sentence-transformers model or diffusers pipeline in a local folder: the sum over its
+    modules' or components' safetensors (one weight variant each). None when there are none to read."""
+    folder = Path(folder)
+    parts = component_folders(folder) or []
+    files = [path for part in parts for path in one_variant(sorted((folder / part).glob("*.safetensors")))]
+    return _safetensors_headers(files) if files else None
+
+
+def hub_pipeline_parameters(repo_id: str, parts: list[str]) -> int | None:
+    """The same sum from the Hub's safetensors headers, component by component, when the Hub is reachable."""
+    from .network import hub_reachable
+
+    if not hub_reachable():
+        return None
+    try:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+        names = api.list_repo_files(repo_id)
+        total = 0
+        for part in parts:
+            inside = [n for n in names if n.endswith(".safetensors") and os.path.dirname(n) == part]
+            for name in one_variant(inside):
+                total += sum(api.parse_safetensors_file_metadata(repo_id, name).parameter_count.values())
+        return total or None
+    except Exception:  # offline, gated, no safetensors
+        return None
+
+
 def hub_parameters(repo_id: str) -> int | None:
     """Parameter count from the Hub's safetensors metadata, when the Hub is reachable."""
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+    from .network import hub_reachable
+
+    if not hub_reachable():
         return None
     try:
         from huggingface_hub import get_safetensors_metadata
@@ -144,6 +219,8 @@ def splits(config, cores: int) -> tuple[str | None, str]:
     text = _text(config)
     if cores == 1:
         return "none", "one core: no split"
+    if config is None:  # a sentence-transformers model or diffusers pipeline: the recipe runs it whole on one core
+        return None, "the sentence-transformers and diffusers recipes run a model whole on one core: cannot be split"
     has_tp = bool(getattr(text, "base_model_tp_plan", None))
     experts = _experts(config)
     heads = text.num_attention_heads
@@ -214,10 +291,44 @@ def plan_model(model, backend: Backend, *, dtype: str | None = None, forced: int
     """Plan a resolved ModelRef on a backend (reads its config and weight sizes)."""
     import transformers
 
+    from .vocab import FEATURE_EXTRACTION, TEXT_TO_IMAGE
+
+    if model.task in (FEATURE_EXTRACTION, TEXT_TO_IMAGE):
+        parameters, source = library_parameters_of(model)
+        return plan_cores(None, parameters, dtype=dtype or backend.dtype, core_memory=core_bytes(backend),
+                          forced=forced, source=source)
     config = transformers.AutoConfig.from_pretrained(model.path)
     parameters, source = parameters_of(model.path, config)
     return plan_cores(config, parameters, dtype=dtype or backend.dtype, core_memory=core_bytes(backend),
                       forced=forced, source=source)
+
+
+def library_parameters_of(model) -> tuple[int, str]:
+    """(parameter count, where it came from) of a sentence-transformers model or diffusers pipeline: its modules' or
+    components' safetensors summed, from a local folder or the Hub's headers; else (sentence-transformers) estimated
+    from the transformer's config."""
+    import transformers
+
+    if os.path.isdir(model.path):
+        count = pipeline_parameters(model.path)
+        if count:
+            return count, "safetensors headers of every component"
+    else:
+        from huggingface_hub import snapshot_download
+
+        try:  # resolve_model fetched model_index.json / modules.json into the local cache
+            local = snapshot_download(model.path, allow_patterns=["model_index.json", "modules.json"], local_files_only=True)
+        except Exception:  # noqa: BLE001
+            local = None
+        parts = component_folders(local) if local else None
+        count = hub_pipeline_parameters(model.path, parts) if parts is not None else None
+        if count:
+            return count, "Hub safetensors metadata of every component"
+    if model.task != "text-to-image":
+        config = transformers.AutoConfig.from_pretrained(model.path)
+        return estimate_parameters(config), "estimated from the transformer's config"
+    raise UserError(f"cannot count the weights of '{model.model_id}' here: no safetensors in the folder and the Hub's "
+                    "metadata is out of reach")
 
 
 def per_rank_layout(config, cores: int, parallelism: str) -> dict:

@@ -2,6 +2,8 @@
 
 Everything goes through huggingface_hub's HfApi (commit operations, repo tree); the token comes from
 its usual sources (HF_TOKEN, the cached login) and is never passed to, written or logged by this code.
+
+Taught in notebook 05.
 """
 
 from __future__ import annotations
@@ -132,8 +134,16 @@ def _commit(api, repo_id: str, files: dict[str, bytes], message: str, *, dry_run
             max_attempts: int) -> PublishPlan:
     from huggingface_hub import CommitOperationAdd
 
+    from .network import hub_reachable
+
     check_repo_id(repo_id)
     plan = PublishPlan(repo_id)
+    if not hub_reachable(endpoint=getattr(api, "endpoint", None)):  # decided once, quickly: no retries
+        if not dry_run:
+            raise UserError("the Hub cannot be reached from here: nothing was uploaded; retry where there is network "
+                            "(and unset HF_HUB_OFFLINE)")
+        plan.changed, plan.note = list(files), "the Hub cannot be reached from here: every file is listed"
+        return plan
     for attempt in range(1, max_attempts + 1):
         plan.attempts = attempt
         head = None

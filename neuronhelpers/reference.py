@@ -4,6 +4,8 @@ The reference (run.py --reference: CPU, eager) depends only on the checkpoint's 
 prompt, the token count and the torch / transformers versions, never on the compiler. A sweep for a
 new compiler release therefore reuses it instead of loading and running every model on the CPU again.
 The key covers all of those (and the recipe's text), so any change to them runs the reference anew.
+
+Taught in notebook 04.
 """
 
 from __future__ import annotations

@@ -3,14 +3,18 @@
 A model deliberately left out carries its reason: "not a priority yet", or "incompatible: ...".
 Offline, a sweep of this list runs the tiny twin of each architecture instead (see twins.py); a
 twin's row is labelled as a twin and never stands in for the real model.
+
+Taught in notebook 01 (the Selected view).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from .vocab import FEATURE_EXTRACTION as FE
 from .vocab import IMAGE_TEXT_TO_TEXT as ITT
 from .vocab import TEXT_GENERATION as TG
+from .vocab import TEXT_TO_IMAGE as T2I
 
 NOT_A_PRIORITY = "not a priority yet"
 
@@ -21,6 +25,8 @@ class Selected:
     task: str
     model_type: str
     excluded: str | None = None  # the reason, when deliberately left out
+    parameters: int | None = None  # published parameter count (all components of a pipeline), for planning offline
+    cores: int | None = None  # the planner's cores on a trn2 in bfloat16, computed from ``parameters``
 
 
 SELECTED = [
@@ -49,6 +55,21 @@ SELECTED = [
     Selected("google/gemma-3-4b-it", ITT, "gemma3"),
     Selected("HuggingFaceM4/Idefics3-8B-Llama3", ITT, "idefics3"),
     Selected("google/paligemma2-3b-mix-224", ITT, "paligemma"),
+    # sentence-transformers (feature-extraction); model_type is the transformer module's. Counts: the Hub's
+    # safetensors metadata of each model.
+    Selected("sentence-transformers/all-MiniLM-L6-v2", FE, "bert", parameters=22_713_216),
+    Selected("sentence-transformers/all-mpnet-base-v2", FE, "mpnet", parameters=109_486_464),
+    Selected("BAAI/bge-m3", FE, "xlm-roberta", parameters=567_754_752),
+    Selected("Qwen/Qwen3-Embedding-0.6B", FE, "qwen3", parameters=595_776_512),
+    # diffusers (text-to-image); model_type names the denoiser (models.DENOISER_TYPES). Counts: every component summed.
+    # unet 859.5M + vae 83.7M + CLIP text encoder 123.1M + safety checker 304.3M
+    Selected("stable-diffusion-v1-5/stable-diffusion-v1-5", T2I, "unet2d", parameters=1_370_575_023),
+    # unet 2567.5M + CLIP-L 123.1M + OpenCLIP-bigG text encoder 694.7M + vae 83.7M
+    Selected("stabilityai/stable-diffusion-xl-base-1.0", T2I, "unet2d", parameters=3_468_837_867),
+    # PixArt-Sigma transformer 611.3M + T5-XXL encoder 4762.3M + vae 83.7M
+    Selected("PixArt-alpha/PixArt-Sigma-XL-2-1024-MS", T2I, "pixart", parameters=5_457_317_127),
+    # FLUX transformer 11901.4M + CLIP-L 123.1M + T5-XXL encoder 4762.3M + vae 83.8M: more than one core holds
+    Selected("black-forest-labs/FLUX.1-schnell", T2I, "flux", parameters=16_870_599_139),
     Selected("openai/gpt-oss-20b", TG, "gpt_oss", excluded=NOT_A_PRIORITY),
     Selected("deepseek-ai/DeepSeek-V3", TG, "deepseek_v3",
              excluded="incompatible: 671B parameters need far more than 16 cores"),
@@ -57,13 +78,39 @@ SELECTED = [
 ]
 
 
-def selected_twins() -> list[str]:
-    """The twins that stand in for the Selected list offline: one per architecture, in list order."""
+def planned(entry: Selected) -> Selected:
+    """The entry with the planner's decision from its published parameter count: its cores on a trn2 in bfloat16,
+    or EXCLUDED with the planner's reason when no core count holds it."""
+    if entry.parameters is None or entry.excluded:
+        return entry
+    from .backends import get_backend
+    from .plan import core_bytes, plan_cores
+
+    neuron = get_backend("neuron")
+    plan = plan_cores(None, entry.parameters, dtype=neuron.dtype, core_memory=core_bytes(neuron),
+                      source="published parameter count")
+    return replace(entry, cores=plan.cores, excluded=plan.excluded)
+
+
+SELECTED = [planned(entry) for entry in SELECTED]
+
+
+def twin_for(entry: Selected) -> str | None:
+    """The twin that stands in for a Selected model offline (its architecture's), or None."""
+    from .library_twins import LIBRARY_TASKS
     from .twins import architectures
 
-    known = {spec.model_type for spec in architectures()}
+    for spec in architectures():
+        if spec.model_type == entry.model_type and (entry.task not in LIBRARY_TASKS or spec.task == entry.task):
+            return spec.model_id
+    return None
+
+
+def selected_twins() -> list[str]:
+    """The twins that stand in for the Selected list offline: one per architecture, in list order."""
     seen = []
     for entry in SELECTED:
-        if entry.excluded is None and entry.model_type in known and f"tiny/{entry.model_type}" not in seen:
-            seen.append(f"tiny/{entry.model_type}")
+        twin = twin_for(entry) if entry.excluded is None else None
+        if twin and twin not in seen:
+            seen.append(twin)
     return seen

@@ -1,6 +1,8 @@
 """Defaults that more than one stage uses, defined once: the home folder, timeouts, and the published artefacts.
 
 Every default can be changed by an environment variable (named next to it) or a command-line option.
+
+Taught in notebook 05 (the published artefacts).
 """
 
 from __future__ import annotations

@@ -125,10 +125,15 @@ class TwinSpec:
     model_type: str
     task: str = TEXT_GENERATION
     overrides: dict = field(default_factory=dict)
+    name: str | None = None  # the twin's name when it differs from model_type (twins of other libraries)
 
     @property
     def model_id(self) -> str:
-        return TWIN_PREFIX + self.model_type
+        return TWIN_PREFIX + (self.name or self.model_type)
+
+    @property
+    def key(self) -> str:
+        return self.name or self.model_type
 
 
 # Families that need more than the generic shrink: (config overrides, the one-line reason).
@@ -166,10 +171,13 @@ def architectures(task: str | None = None) -> list[TwinSpec]:
     A model type mapped for image-text-to-text is tested as such (its causal-LM mapping, where it has one,
     points at the same multimodal class); the rest of the causal-LM mapping is text-generation.
     """
+    from .library_twins import library_twin_specs
+
     causal, vision = _mappings()
     specs = [TwinSpec(t, IMAGE_TEXT_TO_TEXT, TWIN_OVERRIDES.get(t, ({}, ""))[0]) for t in vision]
     specs += [TwinSpec(t, TEXT_GENERATION, TWIN_OVERRIDES.get(t, ({}, ""))[0]) for t in causal if t not in vision]
     specs.sort(key=lambda spec: spec.model_type)
+    specs += library_twin_specs()  # sentence-transformers and diffusers twins
     return [spec for spec in specs if task is None or spec.task == task]
 
 
@@ -183,7 +191,7 @@ class TwinUnavailable(UserError):
     """No tiny twin of this architecture can be built and run here: the architecture is UNTESTED, not FAILED."""
 
     def __init__(self, spec: TwinSpec, reason: str, cause: str, stage: str = "twin"):
-        super().__init__(f"no tiny twin of '{spec.model_type}' could be built here: {reason}")
+        super().__init__(f"no tiny twin of '{spec.key}' could be built here: {reason}")
         self.spec, self.reason, self.cause, self.stage = spec, reason, cause, stage
 
 
@@ -249,11 +257,11 @@ def twin_spec(model_id_or_type: str) -> TwinSpec:
     """The spec of ``tiny/<model_type>`` for any architecture the installed transformers maps to a catalog task."""
     model_type = model_id_or_type[len(TWIN_PREFIX) :] if is_twin_id(model_id_or_type) else model_id_or_type
     for spec in architectures():
-        if spec.model_type == model_type:
+        if spec.key == model_type:
             return spec
     from difflib import get_close_matches
 
-    close = get_close_matches(model_type, [s.model_type for s in architectures()], n=3)
+    close = get_close_matches(model_type, [s.key for s in architectures()], n=3)
     hint = f"did you mean {', '.join(TWIN_PREFIX + c for c in close)}?" if close else \
         "`neuronhelpers twins --all` lists every architecture"
     raise UserError(f"unknown twin '{model_id_or_type}': transformers maps no text-generation or image-text-to-text "
@@ -267,15 +275,19 @@ def _spec_digest(spec: TwinSpec) -> str:
     import transformers
 
     builder = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    blob = json.dumps([TWIN_FORMAT, spec.model_type, spec.task, spec.overrides, builder, transformers.__version__,
-                       torch.__version__.split("+")[0]], sort_keys=True, default=str)
+    from . import library_twins
+
+    if spec.task in library_twins.LIBRARY_TASKS:
+        builder += hashlib.sha256(Path(library_twins.__file__).read_bytes()).hexdigest()
+    blob = json.dumps([TWIN_FORMAT, spec.key, spec.model_type, spec.task, spec.overrides, builder,
+                       transformers.__version__, torch.__version__.split("+")[0]], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
 def twin_path(model_id_or_type: str) -> Path:
     """The folder a twin is (or will be) saved in; built checkpoints are keyed by spec and library version."""
     spec = twin_spec(model_id_or_type)
-    return twin_home() / f"{spec.model_type}-{_spec_digest(spec)}"
+    return twin_home() / f"{spec.key}-{_spec_digest(spec)}"
 
 
 BUILD_TIMEOUT_S = 300.0
@@ -293,7 +305,7 @@ def build_twin(model_id_or_type: str, *, force: bool = False, isolated: bool = T
     the twins (keyed like the twin) so the next sweep does not pay for it again (``force`` retries).
     """
     spec = twin_spec(model_id_or_type)
-    dest = twin_path(spec.model_type)
+    dest = twin_path(spec.key)
     failed = _unavailable_marker(dest)
     if not force:
         known = known_twin(spec)
@@ -302,7 +314,7 @@ def build_twin(model_id_or_type: str, *, force: bool = False, isolated: bool = T
     if isolated:
         return _build_in_child(spec, force)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{spec.model_type}-", dir=dest.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{spec.key}-", dir=dest.parent))
     try:
         _write_twin(spec, tmp)
         check_twin_runs(spec, tmp)
@@ -327,7 +339,7 @@ def _unavailable_marker(dest: Path) -> Path:
 
 def known_twin(spec: TwinSpec) -> Path | None:
     """The built twin's folder; raises TwinUnavailable when building it failed before; None when never tried."""
-    dest = twin_path(spec.model_type)
+    dest = twin_path(spec.key)
     if dest.is_dir() and (dest / "config.json").is_file():
         return dest
     marker = _unavailable_marker(dest)
@@ -341,7 +353,7 @@ def _build_in_child(spec: TwinSpec, force: bool) -> Path:
     """Build in a child process (``python -m neuronhelpers.twins build``); read the outcome from disk."""
     from .runner import execute
 
-    args = ["build", spec.model_type] + (["--force"] if force else [])
+    args = ["build", spec.key] + (["--force"] if force else [])
     outcome = execute(None, args, module="neuronhelpers.twins", timeout=BUILD_TIMEOUT_S,
                       memory_limit_bytes=BUILD_MEMORY_BYTES)
     found = known_twin(spec)  # the child wrote the twin, or the reason it could not
@@ -381,8 +393,11 @@ def check_twin_runs(spec: TwinSpec, folder: Path) -> None:
     """
     import torch
 
+    from . import library_twins
     from .recipes.transformers_generate import load
 
+    if spec.task in library_twins.LIBRARY_TASKS:
+        return library_twins.check_twin_runs(spec, folder)
     try:
         params = {"model_path": str(folder), "task": spec.task, "trust_remote_code": False, "revision": None,
                   "parallelism": "none", "prompt": "Describe this image in one sentence." if spec.task == IMAGE_TEXT_TO_TEXT
@@ -582,6 +597,10 @@ def _check_size(auto_class, config) -> None:
 def _write_twin_files(spec: TwinSpec, folder: Path) -> None:
     import torch
 
+    from . import library_twins
+
+    if spec.task in library_twins.LIBRARY_TASKS:
+        return library_twins.write_twin(spec, folder)
     tok = _build_tokenizer(spec.model_type)
     if spec.task == TEXT_GENERATION:
         from transformers import AutoModelForCausalLM

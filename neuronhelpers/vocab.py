@@ -7,9 +7,14 @@ explanations are generated from the descriptions here. Taught in notebook 04.
 # Tasks the catalog tests (the Hub's pipeline tags).
 TEXT_GENERATION = "text-generation"
 IMAGE_TEXT_TO_TEXT = "image-text-to-text"
+FEATURE_EXTRACTION = "feature-extraction"
+TEXT_TO_IMAGE = "text-to-image"
 TASKS = {
-    TEXT_GENERATION: "A causal language model generates text from a text prompt (AutoModelForCausalLM).",
-    IMAGE_TEXT_TO_TEXT: "A vision-language model generates text from an image and a prompt (AutoModelForImageTextToText).",
+    TEXT_GENERATION: "A causal language model generates text from a text prompt (transformers, AutoModelForCausalLM).",
+    IMAGE_TEXT_TO_TEXT: "A vision-language model generates text from an image and a prompt (transformers, "
+    "AutoModelForImageTextToText).",
+    FEATURE_EXTRACTION: "A sentence-embedding model encodes a fixed batch of sentences (sentence-transformers).",
+    TEXT_TO_IMAGE: "A diffusion pipeline draws an image from a prompt (diffusers).",
 }
 
 PASS = "PASS"
@@ -37,7 +42,8 @@ STAGES = {
     "run": "The compiled model failed while generating, or the process crashed (e.g. a segmentation fault).",
     "oom": "The run exhausted device or host memory.",
     "timeout": "The run did not finish within its time limit and was stopped.",
-    "mismatch": "The generated tokens differ from the CPU reference at a position where the reference was not near a tie.",
+    "mismatch": "The outputs differ from the CPU reference beyond what the check allows: generated tokens at a position "
+    "where the reference was not near a tie, or embeddings / an image beyond the dtype's tolerance.",
     "reference": "The CPU eager reference run itself failed; the model's device run is not blamed.",
 }
 
@@ -57,7 +63,11 @@ VERIFICATIONS = {
     "near_tie": "The tokens first differ from the CPU reference at a position where the reference's top-1/top-2 "
     "logit margin is under the near-tie tolerance and the device's token is in the reference's top-k; "
     "`first_divergence` and `divergence_margin` give where and by how much.",
-    "judge_lm": "Sharded run without an affordable CPU reference: a small local causal LM scored the text as sound English.",
+    "within_tolerance": "The outputs (embeddings, an image) differ from a CPU eager run of the same checkpoint and "
+    "inputs by no more than the tolerance stated for the dtype; `tolerance`, `max_abs_diff` and the library's own "
+    "figure (`min_cosine` for embeddings, `psnr_db` for images) record it.",
+    "judge_lm": "Sharded run without an affordable CPU reference: a small causal LM (the row's `judge`) scored the "
+    "text as sound English.",
     "judge_lexical": "Sharded run without an affordable CPU reference and without an LM judge: a word-frequency "
     "judge found the text to be sound English.",
 }
@@ -66,6 +76,22 @@ VERIFICATIONS = {
 # the runner-up when the two are closer than the numeric noise of that dtype.
 NEAR_TIE_MARGIN = {"float32": 1e-3, "bfloat16": 0.25, "float16": 0.05}
 NEAR_TIE_TOP_K = 5
+
+# Outputs compared as numbers, by dtype: a compiled run may differ from the CPU eager reference by the rounding of
+# its dtype, not by more. Embeddings (sentence-transformers): the largest absolute difference of any component and
+# the lowest cosine similarity of any sentence's embedding. Images (diffusers, pixel values in [0, 1], drawn from the
+# same seeded latents): the largest absolute pixel difference and the lowest PSNR (dB, peak 1.0). A run passes when it
+# is within both bounds; the row's `tolerance` records the max-abs bound that applied.
+EMBEDDING_TOLERANCE = {
+    "float32": {"max_abs_diff": 1e-4, "min_cosine": 0.99999},
+    "bfloat16": {"max_abs_diff": 5e-2, "min_cosine": 0.99},
+    "float16": {"max_abs_diff": 1e-2, "min_cosine": 0.999},
+}
+IMAGE_TOLERANCE = {
+    "float32": {"max_abs_diff": 2e-2, "min_psnr_db": 40.0},
+    "bfloat16": {"max_abs_diff": 0.25, "min_psnr_db": 25.0},
+    "float16": {"max_abs_diff": 0.1, "min_psnr_db": 30.0},
+}
 
 
 class VocabularyError(ValueError):

@@ -1,29 +1,45 @@
 #!/usr/bin/env bash
 # Create the project's virtual environment and install neuronhelpers into it.
 #
-# Where the Python running this already has torch (e.g. a Neuron Deep Learning Container with
-# torch and torch-neuronx), the venv sees those packages and torch is never reinstalled. Elsewhere
-# the CPU build of torch goes in first, so nothing pulls the multi-GB CUDA build.
+# Where the Python running this already has torch (e.g. a Neuron Deep Learning Container with torch and
+# torch-neuronx), the venv sees those packages and torch is never reinstalled. Elsewhere torch goes in first,
+# with the torchvision built against it: TorchNeuron supports torch 2.13 and 2.14, and the default is
+# torch 2.14.1 with torchvision 0.29.1 because vision-language processors that carry a video processor
+# (Qwen2-VL and its family) cannot be built without torchvision, and PyPI's torchvision does not load next
+# to the CPU-only torch 2.13.0 wheel. TORCH_SPEC chooses another pair (e.g. "torch==2.13.0" without vision).
+#
+#   scripts/setup_env.sh [VENV]                 the project's environment (default .venv)
+#   NEURONHELPERS_SETUP_ONLY=torch scripts/...  stop once torch is in place (used by the tests)
 set -euo pipefail
 VENV=${1:-.venv}
 PYTHON=${PYTHON:-python3}
-TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+TORCH_SPEC=${TORCH_SPEC:-torch==2.14.1 torchvision==0.29.1}
 
 if [ ! -x "$VENV/bin/python" ]; then
   if "$PYTHON" -c "import torch" >/dev/null 2>&1; then
     echo "setup: $PYTHON already has torch $("$PYTHON" -c 'import torch; print(torch.__version__)'): keeping it"
     "$PYTHON" -m venv --system-site-packages "$VENV"
+    if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
+      # $PYTHON is itself a virtual environment (the Neuron DLAMI keeps torch-neuronx in one): --system-site-packages
+      # shows only its base interpreter, so point the new venv at $PYTHON's own site-packages too.
+      site_dir=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+      "$PYTHON" -c 'import site; print("\n".join(site.getsitepackages()))' > "$site_dir/_neuronhelpers_parent_env.pth"
+    fi
   else
     "$PYTHON" -m venv "$VENV"
   fi
 fi
 PIP=("$VENV/bin/python" -m pip)
-"${PIP[@]}" install --quiet --upgrade pip
 if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
-  echo "setup: installing $TORCH_SPEC (CPU build)"
-  # TORCH_INDEX_URL (e.g. https://download.pytorch.org/whl/cpu) where the CPU wheel is not the default.
-  "${PIP[@]}" install --quiet "$TORCH_SPEC" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
+  "${PIP[@]}" install --quiet --upgrade pip
+  echo "setup: installing $TORCH_SPEC"
+  # TORCH_INDEX_URL (e.g. https://download.pytorch.org/whl/cpu) where the wheels are not on the default index.
+  # shellcheck disable=SC2086 - TORCH_SPEC is a list of requirements
+  "${PIP[@]}" install --quiet $TORCH_SPEC ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
+fi
+if [ "${NEURONHELPERS_SETUP_ONLY:-}" = torch ]; then
+  exit 0
 fi
 CONSTRAINTS=${NEURONHELPERS_CONSTRAINTS-constraints.txt}
-"${PIP[@]}" install --quiet -e ".[test]" ${CONSTRAINTS:+-c "$CONSTRAINTS"}
+"${PIP[@]}" install --quiet -e ".[test${NEURONHELPERS_EXTRAS:+,$NEURONHELPERS_EXTRAS}]" ${CONSTRAINTS:+-c "$CONSTRAINTS"}
 echo "setup: ready ($("$VENV/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'))"

@@ -20,7 +20,7 @@ def unreachable_hub(monkeypatch):
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.delenv(network.UNREACHABLE_MARK, raising=False)
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
-    monkeypatch.setattr(network, "_decided", None)
+    monkeypatch.setattr(network, "_decided", {})
     return f"http://127.0.0.1:{port}"
 
 
@@ -42,7 +42,7 @@ def test_a_listening_endpoint_is_reachable(monkeypatch):
         server.listen()
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
         monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
-        monkeypatch.setattr(network, "_decided", None)
+        monkeypatch.setattr(network, "_decided", {})
         assert network.hub_reachable() is True
         assert network.offline_env() == {}
 

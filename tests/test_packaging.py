@@ -1,5 +1,6 @@
 """The project's own files install everything: environment.yml matches pyproject.toml; the CLI entry points exist."""
 
+import os
 import re
 import tomllib
 
@@ -21,10 +22,24 @@ def test_environment_yml_names_the_same_dependencies_as_pyproject():
     assert "-e .[test]" in pip
 
 
-def test_setup_keeps_an_existing_torch_and_installs_the_cpu_build_otherwise():
-    script = (ROOT / "scripts" / "setup_env.sh").read_text()
-    assert "--system-site-packages" in script  # a Neuron DLC's torch and torch-neuronx are kept
-    assert 'TORCH_SPEC:-torch==2.13.0' in script
+def test_setup_keeps_the_torch_a_python_already_has(tmp_path):
+    """As on a Neuron Deep Learning Container: the Python running setup has torch (and torch-neuronx); the
+    venv must see that torch, not install another (a reinstall would break the SDK)."""
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "setup_env.sh"), str(venv)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHON": sys.executable,
+                                                       "NEURONHELPERS_SETUP_ONLY": "torch", "PIP_NO_INDEX": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "already has torch" in proc.stdout and "installing" not in proc.stdout
+    import torch
+
+    seen = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__file__)"],
+                          capture_output=True, text=True, timeout=120).stdout.strip()
+    assert seen == torch.__file__  # the parent's torch, through --system-site-packages
+    assert not list((venv / "lib").glob("python*/site-packages/torch"))  # nothing installed into the venv
 
 
 def test_ci_runs_the_readmes_test_command():

@@ -243,6 +243,22 @@ def test_diff_lists_regressions_improvements_and_changes(tmp_path):
     assert proc.returncode == 0 and "regressed" in proc.stdout and "BackendCompilerFailed: boom" in proc.stdout
 
 
+def test_diff_keeps_lost_and_reached_verdicts_apart_from_regressions_and_names_new_causes(tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    untested = dict(stage="twin", error="no twin", neuron_cores=None)
+    results_io.append_rows(old, [make_row("a/pass-then-untested"), make_row("b/untested-then-fail", "UNTESTED", **untested),
+                                 make_row("c/fail-new-cause", "FAIL", cause="guard x")])
+    results_io.append_rows(new, [make_row("a/pass-then-untested", "UNTESTED", stage="dependency",
+                                          error="needs torchvision", neuron_cores=None),
+                                 make_row("b/untested-then-fail", "FAIL", cause="guard y"),
+                                 make_row("c/fail-new-cause", "FAIL", cause="guard y")])
+    changes = diff.diff_results(diff.load_side(old), diff.load_side(new)).set_index("model_id")
+    assert changes.change.astype(str).to_dict() == {"a/pass-then-untested": "verdict lost",
+                                                    "b/untested-then-fail": "verdict reached",
+                                                    "c/fail-new-cause": "new cause"}
+    assert (changes.at["c/fail-new-cause", "old_cause"], changes.at["c/fail-new-cause", "new_cause"]) == ("guard x", "guard y")
+
+
 def test_expected_results_gate_names_the_regressed_model(tmp_path):
     results_io.append_rows(tmp_path / "r", [make_row("a/model", "FAIL"), make_row("b/model")])
     expected = tmp_path / "expected.csv"

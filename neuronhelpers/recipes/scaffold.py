@@ -174,7 +174,7 @@ class RecompileLog:
 
         self.reasons = []
         self.handler = logging.Handler()
-        self.handler.emit = lambda record: self.reasons.append(record.getMessage()[-2000:])
+        self.handler.emit = lambda record: self.reasons.append(record.getMessage()[:1500])  # the guard comes first
 
     LOGGER = "torch._dynamo.guards.__recompiles"  # torch's "recompiles" log artifact
 
