@@ -17,7 +17,7 @@ import pandas as pd
 
 from .vocab import FAIL, UNTESTED
 
-MAX_LENGTH = 160
+MAX_LENGTH = 200
 
 _NUMBER = re.compile(r"(?<![A-Za-z_])\d+(?:\.\d+)?(?![A-Za-z_])")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
@@ -133,8 +133,8 @@ def failure_cause(error_type: str | None, error: str | None, trace: str | None =
     if error_type and message.startswith(f"{error_type}:"):
         message = message[len(error_type) + 1:]
     head = normalise(message)
-    if len(head) > 90:
-        head = head[:89] + "…"
+    if len(head) > 130:
+        head = head[:129] + "…"
     where = traced_code_frame(trace or "") or deepest_frame(trace or "")
     cause = f"{error_type or 'Error'}: {head}" if head else (error_type or "Error")
     return (f"{cause} @ {where}" if where else cause)[:MAX_LENGTH]

@@ -58,3 +58,11 @@ def test_perturbed_weight_is_caught_as_mismatch(tmp_path):
     assert isinstance(row["first_divergence"], int) and 0 <= row["first_divergence"] < 32
     assert row["tokens"][row["first_divergence"]] != row["reference_tokens"][row["first_divergence"]]
     assert f"token {row['first_divergence']}" in row["error"]
+
+
+def test_a_model_generate_runs_eagerly_is_a_compile_failure_never_a_pass():
+    """RWKV keeps its own recurrent state: transformers' generate() finds no compileable cache and silently runs
+    the eager forward. The recipe asks for a compiled forward, so this is FAIL at compile, not a PASS."""
+    row = run_model("tiny/rwkv")
+    assert (row["result"], row["stage"]) == ("FAIL", "compile")
+    assert row["cause"].startswith("NotCompiled: generate() ran the forward eagerly")

@@ -54,6 +54,11 @@ def device_run(params, rank=None):
         with recompiles, torch.inference_mode():
             first = model.generate(**inputs, **kwargs)
         timings["first_call_s"] = time.perf_counter() - t0
+        if not forward_was_compiled(model):
+            # generate() falls back to the eager forward, silently, when the model's cache cannot be compiled:
+            # that is not the recipe, so it is not a PASS.
+            raise NotCompiled("generate() ran the forward eagerly: transformers did not compile it (no compileable "
+                              "static cache for this architecture, or it opts out of compilation)")
 
         stage = "run"
         clock = TokenClock()
@@ -215,6 +220,15 @@ def compile_cache_counters():
         return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
     except Exception:  # not inductor, or another torch release
         return None
+
+
+class NotCompiled(RuntimeError):
+    """generate() ran without the compiled forward the recipe asks for."""
+
+
+def forward_was_compiled(model):
+    """generate() compiled the model's forward and dynamo traced it (or found it in a warm cache)."""
+    return getattr(model, "_compiled_call", None) is not None and dynamo_traced() is not False
 
 
 def dynamo_traced():
