@@ -106,15 +106,9 @@ TEXT_SHRINK = {
     "index_n_heads": 2,
     "index_head_dim": 16,
     "index_topk": 8,
-}
-VISION_SHRINK = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "projection_dim": 32,
-    "image_size": 32,
-    "patch_size": 8,
+    "num_decoder_layers": 2,
+    "d_ff": 128,
+    "d_kv": 16,
 }
 
 
@@ -207,28 +201,6 @@ Describe this image in one sentence. What colours do you see, and what shapes ar
 In the morning the market fills with people who buy bread, fruit, fish and fresh flowers.
 """
 SPECIAL_TOKENS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|im_start|>", "<|im_end|>"]
-# Placeholder tokens the vision-language processors look for, added to every twin tokenizer.
-VISION_TOKENS = [
-    "<image>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-    "<start_of_image>",
-    "<end_of_image>",
-    "<image_soft_token>",
-    "<fake_token_around_image>",
-    "<global-img>",
-    "<end_of_utterance>",
-]
-# Where each family puts the image in the prompt (what its processor expands).
-_IMAGE_PLACEHOLDER = {
-    "llava": "<image>",
-    "qwen2_vl": "<|vision_start|><|image_pad|><|vision_end|>",
-    "gemma3": "<start_of_image>",
-    "idefics3": "<image>",
-    "paligemma": "",  # its processor puts the image tokens in front of the prompt itself
-}
 _CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
     "{% if message['content'] is string %}{{ message['content'] }}"
@@ -394,7 +366,7 @@ def check_twin_runs(spec: TwinSpec, folder: Path) -> None:
     import torch
 
     from . import library_twins
-    from .recipes.transformers_generate import load
+    from .recipes.transformers_generate import generated_tokens, load
 
     if spec.task in library_twins.LIBRARY_TASKS:
         return library_twins.check_twin_runs(spec, folder)
@@ -410,16 +382,17 @@ def check_twin_runs(spec: TwinSpec, folder: Path) -> None:
             model(**inputs)
             pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
             out = model.generate(**inputs, max_new_tokens=4, min_new_tokens=4, do_sample=False, pad_token_id=pad)
-        if out.shape[-1] - inputs["input_ids"].shape[-1] != 4:
-            raise ValueError(f"generate() returned {out.shape[-1] - inputs['input_ids'].shape[-1]} new tokens, not 4")
+        new = generated_tokens(model, out, inputs["input_ids"].shape[1])
+        if len(new) != 4:
+            raise ValueError(f"generate() returned {len(new)} new tokens, not 4")
     except Exception as exc:
         exc.twin_step = "eager check"
         raise
 
 
-def _build_tokenizer(model_type: str):
+def trained_bpe():
+    """The twins' byte-level BPE, trained on the corpus above (the same for every twin)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -431,47 +404,20 @@ def _build_tokenizer(model_type: str):
         show_progress=False,
     )
     bpe.train_from_iterator(_CORPUS.splitlines(), trainer)
+    return bpe
+
+
+def _build_tokenizer(model_type: str | None = None):
+    from transformers import PreTrainedTokenizerFast
+
     tok = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
+        tokenizer_object=trained_bpe(),
         bos_token="<|bos|>",
         eos_token="<|eos|>",
         pad_token="<|pad|>",
-        # The attributes vision processors read (tokenizer.image_token, boi_token, ...).
-        extra_special_tokens={
-            "image_token": _image_token(model_type),
-            "boi_token": "<start_of_image>",
-            "eoi_token": "<end_of_image>",
-            "vision_start_token": "<|vision_start|>",
-            "vision_end_token": "<|vision_end|>",
-            "video_token": "<|video_pad|>",
-            "fake_image_token": "<fake_token_around_image>",
-            "global_image_token": "<global-img>",
-            "end_of_utterance_token": "<end_of_utterance>",
-        },
     )
-    tok.add_special_tokens({"additional_special_tokens": VISION_TOKENS})
-    tok.chat_template = _CHAT_TEMPLATE.replace("IMAGE_PLACEHOLDER", _IMAGE_PLACEHOLDER.get(model_type, ""))
+    tok.chat_template = _CHAT_TEMPLATE.replace("IMAGE_PLACEHOLDER", "")
     return tok
-
-
-def _image_token(model_type: str) -> str:
-    return {"qwen2_vl": "<|image_pad|>", "gemma3": "<image_soft_token>"}.get(model_type, "<image>")
-
-
-def _shrink(config, table: dict, overrides: dict | None = None) -> None:
-    """Shrink a config in place: set each attribute it has, then keep per-layer lists consistent."""
-    for key, value in {**table, **(overrides or {})}.items():
-        if hasattr(config, key) or key in (overrides or {}):
-            try:
-                setattr(config, key, value)
-            except AttributeError:  # a derived, read-only property (e.g. falcon's head_dim)
-                pass
-    layers = getattr(config, "num_hidden_layers", None)
-    layer_types = getattr(config, "layer_types", None)
-    if layers and isinstance(layer_types, list) and layer_types:
-        # Keep every kind of layer the architecture mixes (e.g. sliding and full attention).
-        kinds = list(dict.fromkeys(layer_types))
-        config.layer_types = [kinds[i % len(kinds)] for i in range(layers)]
 
 
 _LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers")
@@ -566,9 +512,6 @@ def _text_config(model_type: str, tok, overrides: dict | None = None):
     return shrunk_config(model_type, TEXT_SHRINK, overrides, **token_ids)
 
 
-def _vision_config(config) -> None:
-    _shrink(config, VISION_SHRINK)
-
 
 def _write_twin(spec: TwinSpec, folder: Path) -> None:
     from transformers.utils import logging as hf_logging
@@ -611,153 +554,23 @@ def _write_twin_files(spec: TwinSpec, folder: Path) -> None:
         model = AutoModelForCausalLM.from_config(config)
         processor = None
     else:
-        from transformers import AutoModelForImageTextToText
+        from .vlm_twins import build_vlm_twin
 
-        if spec.model_type not in _VLM_BUILDERS:
-            raise NotImplementedError("no vision-language twin builder covers this architecture yet")
-        config, processor = _VLM_BUILDERS[spec.model_type](tok)
-        torch.manual_seed(SEED)
-        model = AutoModelForImageTextToText.from_config(config)
+        build_vlm_twin(spec.model_type, folder)  # model, tokenizer and processor, generic from transformers
+        _write_twin_json(spec, folder)
+        return
     with torch.no_grad():
         model.get_output_embeddings().weight.mul_(_LOGIT_SCALE)
     model.generation_config.pad_token_id = tok.pad_token_id
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
-    if processor is not None:
-        processor.save_pretrained(folder)
+    _write_twin_json(spec, folder)
+
+
+def _write_twin_json(spec: TwinSpec, folder: Path) -> None:
     (folder / "TWIN.json").write_text(
         json.dumps({"twin_of": spec.model_type, "task": spec.task, "seed": SEED, "format": TWIN_FORMAT}, indent=1)
     )
-
-
-def _llava(tok):
-    from transformers import CLIPVisionConfig, LlavaConfig, LlavaProcessor
-    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
-
-    vision = CLIPVisionConfig()
-    _vision_config(vision)
-    patches = (vision.image_size // vision.patch_size) ** 2
-    config = LlavaConfig(
-        text_config=_text_config("llama", tok).to_dict(),
-        vision_config=vision.to_dict(),
-        image_token_index=tok.convert_tokens_to_ids("<image>"),
-        image_seq_length=patches,
-    )
-    image_processor = CLIPImageProcessorPil(
-        size={"shortest_edge": vision.image_size}, crop_size={"height": vision.image_size, "width": vision.image_size}
-    )
-    processor = LlavaProcessor(
-        image_processor=image_processor,
-        tokenizer=tok,
-        patch_size=vision.patch_size,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=tok.chat_template,
-    )
-    return config, processor
-
-
-def _qwen2_vl(tok):
-    from transformers import Qwen2VLConfig, Qwen2VLProcessor
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
-
-    text = _text_config("qwen2_vl_text", tok)
-    # mrope splits head_dim/2 rotary frequencies over (time, height, width).
-    text.rope_parameters = {**(text.rope_parameters or {}), "rope_type": "default", "mrope_section": [2, 3, 3]}
-    vision = {"depth": 2, "embed_dim": 32, "hidden_size": text.hidden_size, "num_heads": 2, "patch_size": 14,
-              "spatial_merge_size": 2, "temporal_patch_size": 2}
-    config = Qwen2VLConfig(
-        text_config=text.to_dict(),
-        vision_config=vision,
-        image_token_id=tok.convert_tokens_to_ids("<|image_pad|>"),
-        video_token_id=tok.convert_tokens_to_ids("<|video_pad|>"),
-        vision_start_token_id=tok.convert_tokens_to_ids("<|vision_start|>"),
-        vision_end_token_id=tok.convert_tokens_to_ids("<|vision_end|>"),
-    )
-    side = 56  # 4x4 patches of 14 -> 4 image tokens after the 2x2 merge
-    image_processor = Qwen2VLImageProcessorPil(
-        size={"shortest_edge": side * side, "longest_edge": side * side}, patch_size=14, merge_size=2, temporal_patch_size=2
-    )
-    # Its video processor needs torchvision: without it the twin cannot be built here (UNTESTED, dependency).
-    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
-
-    video_processor = Qwen2VLVideoProcessor(patch_size=14, merge_size=2, temporal_patch_size=2)
-    processor = Qwen2VLProcessor(image_processor=image_processor, tokenizer=tok, video_processor=video_processor,
-                                 chat_template=tok.chat_template)
-    return config, processor
-
-
-def _gemma3(tok):
-    from transformers import Gemma3Config, Gemma3Processor, SiglipVisionConfig
-    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
-
-    vision = SiglipVisionConfig()
-    _vision_config(vision)
-    text = _text_config("gemma3_text", tok)
-    tokens_per_image = 4  # 4x4 patches pooled 2x2
-    config = Gemma3Config(
-        text_config=text.to_dict(),
-        vision_config=vision.to_dict(),
-        mm_tokens_per_image=tokens_per_image,
-        boi_token_index=tok.convert_tokens_to_ids("<start_of_image>"),
-        eoi_token_index=tok.convert_tokens_to_ids("<end_of_image>"),
-        image_token_index=tok.convert_tokens_to_ids("<image_soft_token>"),
-    )
-    image_processor = Gemma3ImageProcessorPil(size={"height": vision.image_size, "width": vision.image_size})
-    processor = Gemma3Processor(
-        image_processor=image_processor, tokenizer=tok, image_seq_length=tokens_per_image, chat_template=tok.chat_template
-    )
-    return config, processor
-
-
-def _idefics3(tok):
-    from transformers import Idefics3Config, Idefics3Processor
-    from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
-
-    vision = {**VISION_SHRINK}
-    vision.pop("projection_dim")
-    scale_factor = 2
-    config = Idefics3Config(
-        text_config=_text_config("llama", tok).to_dict(),
-        vision_config=vision,
-        image_token_id=tok.convert_tokens_to_ids("<image>"),
-        scale_factor=scale_factor,
-    )
-    seq_len = (vision["image_size"] // vision["patch_size"]) ** 2 // scale_factor**2
-    image_processor = Idefics3ImageProcessorPil(
-        do_image_splitting=False,
-        size={"longest_edge": vision["image_size"]},
-        max_image_size={"longest_edge": vision["image_size"]},
-    )
-    processor = Idefics3Processor(
-        image_processor=image_processor, tokenizer=tok, image_seq_len=seq_len, chat_template=tok.chat_template
-    )
-    return config, processor
-
-
-def _paligemma(tok):
-    from transformers import PaliGemmaConfig, PaliGemmaProcessor, SiglipVisionConfig
-    from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
-
-    vision = SiglipVisionConfig()
-    _vision_config(vision)
-    text = _text_config("gemma", tok)
-    tokens = (vision.image_size // vision.patch_size) ** 2
-    vision.projection_dim = text.hidden_size
-    config = PaliGemmaConfig(
-        text_config=text.to_dict(),
-        vision_config=vision.to_dict(),
-        image_token_index=tok.convert_tokens_to_ids("<image>"),
-        projection_dim=text.hidden_size,
-    )
-    config.vision_config.num_image_tokens = tokens
-    image_processor = SiglipImageProcessorPil(size={"height": vision.image_size, "width": vision.image_size})
-    image_processor.image_seq_length = tokens
-    processor = PaliGemmaProcessor(image_processor=image_processor, tokenizer=tok, chat_template=tok.chat_template)
-    return config, processor
-
-
-_VLM_BUILDERS = {"llava": _llava, "qwen2_vl": _qwen2_vl, "gemma3": _gemma3, "idefics3": _idefics3, "paligemma": _paligemma}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -68,13 +68,13 @@ def device_run(params, rank=None):
         timings["compile_s"] = max(timings["first_call_s"] - timings["generate_s"], 0.0)
         timings.update(clock.figures())
         prompt_len = inputs["input_ids"].shape[1]
-        tokens = out[0, prompt_len:].tolist()
+        tokens = generated_tokens(model, out, prompt_len)
         return {
             "ok": True,
             "mode": "device",
             "tokens": tokens,
             "text": tokenizer.decode(tokens, skip_special_tokens=True),
-            "warm_equals_cold": tokens == first[0, prompt_len:].tolist(),
+            "warm_equals_cold": tokens == generated_tokens(model, first, prompt_len),
             "prompt_tokens": prompt_len,
             "timings": timings,
             "peak_memory_bytes": peak_memory_bytes(str(device)),
@@ -86,6 +86,13 @@ def device_run(params, rank=None):
         }
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a classified result
         return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:])
+
+
+def generated_tokens(model, sequences, prompt_len):
+    """The new tokens of the first sequence: after the prompt, or after the decoder's start token for an
+    encoder-decoder model (whose output does not repeat the prompt)."""
+    start = 1 if getattr(model.config, "is_encoder_decoder", False) else prompt_len
+    return sequences[0, start:].tolist()
 
 
 def generation_kwargs(tokenizer, n):
@@ -104,8 +111,11 @@ def load(params, device, dtype, sharded=False):
     if params["task"] == "image-text-to-text":
         processor = transformers.AutoProcessor.from_pretrained(params["model_path"], **common)
         model = transformers.AutoModelForImageTextToText.from_pretrained(params["model_path"], dtype=dtype, **weights)
-        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": params["prompt"]}]}]
-        text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        if getattr(processor, "chat_template", None):
+            messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": params["prompt"]}]}]
+            text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        else:  # no chat template: a plain prompt, after the image token where the processor names one
+            text = (getattr(processor, "image_token", None) or "") + params["prompt"]
         inputs = processor(text=text, images=[test_image()], return_tensors="pt")
         tokenizer = processor.tokenizer
     else:
@@ -165,13 +175,12 @@ def reference_run(params):
         with torch.inference_mode():
             out = model.generate(**inputs, **generation_kwargs(tokenizer, n), output_logits=True,
                                  return_dict_in_generate=True)
-        prompt_len = inputs["input_ids"].shape[1]
         top_ids, top_logits = [], []
         for step in out.logits:  # raw logits per generated position
             values, ids = torch.topk(step[0].float(), k)
             top_ids.append(ids.tolist())
             top_logits.append([round(v, 6) for v in values.tolist()])
-        tokens = out.sequences[0, prompt_len:].tolist()
+        tokens = generated_tokens(model, out.sequences, inputs["input_ids"].shape[1])
         return {
             "ok": True,
             "mode": "reference",
