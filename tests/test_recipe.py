@@ -23,7 +23,7 @@ def test_rendered_run_py_carries_the_models_parameters(tmp_path):
     py_compile.compile(str(path), doraise=True)
 
 
-def test_rendered_run_py_imports_only_stdlib_torch_and_transformers():
+def test_rendered_run_py_imports_only_stdlib_torch_transformers_and_pillow():
     text = recipe.render_run_py(recipe.recipe_params(VLM, get_backend("cpu")))
     modules = set()
     for node in ast.walk(ast.parse(text)):
@@ -31,7 +31,7 @@ def test_rendered_run_py_imports_only_stdlib_torch_and_transformers():
             modules |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             modules.add(node.module.split(".")[0])
-    assert modules - set(sys.stdlib_module_names) == {"torch", "transformers"}
+    assert modules - set(sys.stdlib_module_names) == {"torch", "transformers", "PIL"}  # pillow: the test image
 
 
 def rendered_namespace(params: dict) -> dict:

@@ -153,14 +153,12 @@ def sharding_kwargs(params):
 
 
 def test_image():
-    """A deterministic 64x64 RGB gradient (channels first, uint8): no file, no download."""
-    import torch
+    """A deterministic 64x64 RGB gradient as a PIL image (what processors take first): no file, no download."""
+    from PIL import Image
 
-    ramp = torch.arange(64, dtype=torch.int64)
-    red = (ramp.view(1, 64).expand(64, 64) * 4) % 256
-    green = (ramp.view(64, 1).expand(64, 64) * 4) % 256
-    blue = ((ramp.view(1, 64) + ramp.view(64, 1)) * 2) % 256
-    return torch.stack([red, green, blue]).to(torch.uint8)
+    pixels = bytes(channel for y in range(64) for x in range(64)
+                   for channel in ((x * 4) % 256, (y * 4) % 256, ((x + y) * 2) % 256))
+    return Image.frombytes("RGB", (64, 64), pixels)
 
 
 # ---- the reference -----------------------------------------------------------------------------------------
