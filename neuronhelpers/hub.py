@@ -1,8 +1,11 @@
 """The Hub's rankings (Trending, Downloads), one task at a time, cached as dated local snapshots.
 
-Online, ``fetch_rankings`` asks ``HfApi.list_models`` sorted by trending score or downloads and
-``save_snapshot`` keeps a dated copy (``neuronhelpers rankings --refresh`` does both); offline, ``load_rankings`` returns the newest snapshot, or the small sample
-shipped with the package (labelled as a sample, with its date) so the views work on a fresh machine.
+Online, ``fetch_rankings`` asks ``HfApi.list_models`` sorted by trending score or downloads, with each
+model's config in the same listing (``expand=[..., "config"]``), and records each model's architecture
+(``model_type``) so an untested model can show its architecture twin's verdict as a hint;
+``save_snapshot`` keeps a dated copy (``neuronhelpers rankings --refresh`` does both). Offline,
+``load_rankings`` returns the newest snapshot, or the small sample shipped with the package (labelled as
+a sample, with its date) so the views work on a fresh machine.
 """
 
 from __future__ import annotations
@@ -14,27 +17,56 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import vocab
 from .settings import home
 
 SORTS = {"trending": "trending_score", "downloads": "downloads"}
-TASKS = ("text-generation", "image-text-to-text")
-COLUMNS = ["view", "task", "rank", "model_id", "downloads", "trending_score", "likes"]
+TASKS = tuple(vocab.TASKS)
+# What each listed model carries: one request per (view, task), no per-model config download.
+EXPAND = ["pipeline_tag", "downloads", "trendingScore", "likes", "config"]
+COLUMNS = ["view", "task", "rank", "model_id", "model_type", "downloads", "trending_score", "likes"]
 
 
 def snapshot_dir() -> Path:
     return home() / "rankings"
 
 
+# A diffusers repo's listed config names its pipeline, not its denoiser; the catalog's model_type for a pipeline
+# is its denoiser's (models.DENOISER_TYPES), so the common pipelines are mapped to theirs.
+PIPELINE_DENOISER = {
+    "StableDiffusionPipeline": "unet2d", "StableDiffusionXLPipeline": "unet2d", "PixArtAlphaPipeline": "pixart",
+    "PixArtSigmaPipeline": "pixart", "FluxPipeline": "flux", "StableDiffusion3Pipeline": "sd3", "SanaPipeline": "sana",
+}
+
+
+def model_type_of(info) -> str | None:
+    """The architecture of a listed model from the config the Hub returned with it: transformers' model_type
+    (sentence-transformers models carry their encoder's); for a diffusers pipeline, its denoiser's type where
+    known, else the pipeline's class name."""
+    config = getattr(info, "config", None)
+    if not isinstance(config, dict):
+        return None
+    if config.get("model_type"):
+        return str(config["model_type"])
+    diffusers = config.get("diffusers")
+    if isinstance(diffusers, dict) and diffusers.get("_class_name"):
+        pipeline = str(diffusers["_class_name"])
+        return PIPELINE_DENOISER.get(pipeline, pipeline)
+    return None
+
+
 def fetch_rankings(*, tasks=TASKS, limit: int = 50, api=None) -> pd.DataFrame:
-    """Rankings from the Hub (needs the network): one row per (view, task, rank)."""
+    """Rankings from the Hub (needs the network): one row per (view, task, rank), with each model's model_type."""
     from huggingface_hub import HfApi
 
     api = api or HfApi()
     rows = []
     for view, sort in SORTS.items():
         for task in tasks:
-            for rank, info in enumerate(api.list_models(pipeline_tag=task, sort=sort, limit=limit), start=1):
+            listing = api.list_models(pipeline_tag=task, sort=sort, limit=limit, expand=list(EXPAND))
+            for rank, info in enumerate(listing, start=1):
                 rows.append({"view": view, "task": task, "rank": rank, "model_id": info.id,
+                             "model_type": model_type_of(info),
                              "downloads": getattr(info, "downloads", None),
                              "trending_score": getattr(info, "trending_score", None),
                              "likes": getattr(info, "likes", None)})
