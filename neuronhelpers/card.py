@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import dataset, results, vocab
-from .recipe import MAX_NEW_TOKENS
+from .recipe import MAX_NEW_TOKENS, SENTENCES, TASK_INPUTS
 
 
 def render_card(title: str = "neuronhelpers results: Hugging Face models on AWS Trainium") -> str:
@@ -17,6 +17,11 @@ def render_card(title: str = "neuronhelpers results: Hugging Face models on AWS 
 
     columns = "\n".join(f"| `{name}` | {typ} | {text} |" for name, typ, text in results.COLUMNS)
     ties = ", ".join(f"{dtype}: {margin:g}" for dtype, margin in vocab.NEAR_TIE_MARGIN.items())
+    embedding_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_cosine']:g}"
+                                 for dtype, b in vocab.EMBEDDING_TOLERANCE.items())
+    image_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_psnr_db']:g} dB"
+                             for dtype, b in vocab.IMAGE_TOLERANCE.items())
+    encode, draw = TASK_INPUTS[vocab.FEATURE_EXTRACTION], TASK_INPUTS[vocab.TEXT_TO_IMAGE]
     return f"""---
 license: apache-2.0
 pretty_name: neuronhelpers results
@@ -53,6 +58,16 @@ neuronhelpers recipe, on one compiler version and one transformers version.
 4. The tokens are checked against a CPU eager run of the same checkpoint, dtype and prompt
    (a judge checks the text when no CPU reference is affordable). Near-tie tolerance on the reference's
    top-1/top-2 logit margin, by dtype: {ties}; the device's token must be in the reference's top {vocab.NEAR_TIE_TOP_K}.
+
+Sentence-embedding models (`feature-extraction`, sentence-transformers) and diffusion pipelines (`text-to-image`,
+diffusers) take the same steps with their own call, one core each: `SentenceTransformer(...)` with its transformer
+module compiled encodes a fixed batch of {len(SENTENCES)} sentences padded to {encode['sequence_length']} tokens; a pipeline loaded
+with `from_pretrained`, its denoiser and VAE decoder compiled, draws one image in {draw['steps']} steps from a fixed prompt and
+seed (CPU noise: the same latents everywhere) at the checkpoint's native size. Their outputs are compared as numbers
+with the CPU reference: `exact` when bitwise equal, `within_tolerance` when within both bounds for the dtype, else FAIL
+at `mismatch`; `tolerance`, `max_abs_diff` and `min_cosine` / `psnr_db` record the figures. Embeddings (max abs
+difference / lowest cosine similarity): {embedding_bounds}. Images, pixels in [0, 1] (max abs difference / lowest
+PSNR): {image_bounds}.
 
 Rows whose `model_id` starts with `tiny/` are **tiny twins**: the architecture's real transformers code with
 shrunk dimensions and random weights. They show whether an architecture compiles; they say nothing about the

@@ -228,9 +228,10 @@ def cmd_cache(args) -> int:
     from .cache import cache_dir, current_key, publish_cache, sync_cache, sync_command
     from .versions import compiler_for
 
+    from .settings import DEFAULT_CACHE_BUCKET
+
     backend = get_backend(args.backend)
-    if args.action != "show" and not args.location:
-        raise UserError(f"cache {args.action} needs a location: a folder or hf://buckets/NAMESPACE/NAME")
+    args.location = args.location or f"hf://buckets/{DEFAULT_CACHE_BUCKET}"
     if args.action == "sync":
         folder, files = sync_cache(args.location, backend)
         print(f"synced {current_key(backend)} from {args.location} into {folder} ({files} files)")
@@ -296,7 +297,7 @@ def cmd_twins(args) -> int:
         bar = tqdm(total=len(specs), desc="twins", unit="twin", dynamic_ncols=True, file=sys.stderr)
     for spec in specs:
         try:
-            folder = twins.build_twin(spec.model_type) if args.all else twins.known_twin(spec)
+            folder = twins.build_twin(spec.key) if args.all else twins.known_twin(spec)
             status, detail = ("builds", str(folder)) if folder else ("not built yet", "")
         except twins.TwinUnavailable as exc:
             status, detail = "unavailable", f"[{exc.stage}] {exc.reason}"

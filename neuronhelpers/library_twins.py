@@ -34,13 +34,14 @@ LIBRARY_TWINS = {
     "sd-unet": ("unet2d", TEXT_TO_IMAGE),
     "pixart-dit": ("pixart", TEXT_TO_IMAGE),
 }
-# The weight each twin's perturbed copy shifts: (file inside the twin, tensor name). Shifting it changes the
-# output far beyond any dtype's tolerance while the model still loads and runs.
+# The weight each twin's perturbed copy shifts (half of its output rows): (file inside the twin, tensor name). Shifting
+# it changes the output far beyond any dtype's tolerance while the model still loads and runs.
 PERTURBED_WEIGHT = {
     "st-bert": ("model.safetensors", "encoder.layer.1.output.dense.weight"),
     "st-qwen3": ("model.safetensors", "layers.1.mlp.down_proj.weight"),
     "sd-unet": ("unet/diffusion_pytorch_model.safetensors", "conv_out.weight"),
-    "pixart-dit": ("transformer/diffusion_pytorch_model.safetensors", "proj_out.weight"),
+    # The random DiT's output barely reaches the image through the random VAE's group norms: shift the decoder's.
+    "pixart-dit": ("vae/diffusion_pytorch_model.safetensors", "decoder.conv_out.weight"),
 }
 SEED = 0
 IMAGE_SIZE = 32  # pixels: latents of 16x16 through a VAE that upsamples twice
@@ -90,7 +91,7 @@ def check_twin_runs(spec, folder: Path) -> None:
                 model = load(params, "cpu", torch.float32)
                 parameters = sum(p.numel() for p in model.parameters())
                 out = encode(model, params)
-                expected = (2, model.get_sentence_embedding_dimension())
+                expected = (2, model.get_embedding_dimension())
             else:
                 from .recipes.diffusers_pipeline import draw, load
 
@@ -129,7 +130,10 @@ def perturbed_twin(model_id: str, dest: str | Path) -> Path:
         (dest / "config.json").unlink(missing_ok=True)  # the build marker: the copy is a plain diffusers folder
     file, name = PERTURBED_WEIGHT[spec.key]
     weights = load_file(dest / file)
-    weights[name] = weights[name] + 0.5 * weights[name].abs().max()
+    # Half of the output rows shifted: a shift of every row alike would be undone by a following LayerNorm.
+    weight = weights[name].clone()
+    weight[: weight.shape[0] // 2] += 0.5 * weight.abs().max()
+    weights[name] = weight
     save_file(weights, dest / file, metadata={"format": "pt"})
     return dest
 
@@ -148,12 +152,13 @@ def _bpe(special: list[str], suffix: str | None = None, lowercase: bool = False)
     """A byte-level BPE trained on the corpus: (vocab, merges)."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
-    bpe = Tokenizer(models.BPE(end_of_word_suffix=suffix))
+    suffixed = {"end_of_word_suffix": suffix} if suffix else {}
+    bpe = Tokenizer(models.BPE(**suffixed))
     if lowercase:
         bpe.normalizer = normalizers.Lowercase()
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  end_of_word_suffix=suffix, show_progress=False)
+                                  show_progress=False, **suffixed)
     bpe.train_from_iterator(_lines(), trainer)
     model = json.loads(bpe.to_str())["model"]
     return model["vocab"], [tuple(pair) for pair in model["merges"]]
@@ -296,7 +301,10 @@ class _quiet:
 
         from transformers.utils import logging as hf_logging
 
+        from diffusers.utils import logging as diffusers_logging
+
         hf_logging.disable_progress_bar()
+        diffusers_logging.disable_progress_bar()
         self.verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()
         self.levels = {name: logging.getLogger(name).level for name in ("diffusers", "sentence_transformers")}
@@ -309,7 +317,11 @@ class _quiet:
 
         from transformers.utils import logging as hf_logging
 
+        from diffusers.utils import logging as diffusers_logging
+
         hf_logging.set_verbosity(self.verbosity)
+        hf_logging.enable_progress_bar()
+        diffusers_logging.enable_progress_bar()
         for name, level in self.levels.items():
             logging.getLogger(name).setLevel(level)
         return False

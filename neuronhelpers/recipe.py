@@ -17,13 +17,34 @@ from .models import ModelRef
 from .versions import distribution_version
 
 MAX_NEW_TOKENS = 32
+# The fixed batch a sentence-embedding model encodes (feature-extraction): its "prompt".
+SENTENCES = [
+    "A robot learns to paint the sea at night.",
+    "The weather today is mild and the river runs quietly past the old mill.",
+    "Children walk to school while the baker opens his shop.",
+    "How many tokens per second does the model generate after compilation?",
+    "She said that the answer was in the book on the table.",
+    "In the morning the market fills with people who buy bread and flowers.",
+    "Trainium runs the compiled graph on its NeuronCores.",
+    "What colours do you see in this picture?",
+]
 PROMPTS = {
     vocab.TEXT_GENERATION: "Write a short story about a robot who learns to paint.",
     vocab.IMAGE_TEXT_TO_TEXT: "Describe this image in one sentence.",
+    vocab.FEATURE_EXTRACTION: SENTENCES,
+    vocab.TEXT_TO_IMAGE: "A robot painting the sea at night, oil on canvas.",
+}
+# Inputs beyond the prompt, per task: every sentence padded to one length (static shapes); the image's seed,
+# denoising steps and size (None: the checkpoint's native size).
+TASK_INPUTS = {
+    vocab.FEATURE_EXTRACTION: {"sequence_length": 64},
+    vocab.TEXT_TO_IMAGE: {"seed": 0, "steps": 4, "image_size": None},
 }
 # The library whose recipe tests a task, and that recipe's file in recipes/.
-LIBRARY_FOR_TASK = {vocab.TEXT_GENERATION: "transformers", vocab.IMAGE_TEXT_TO_TEXT: "transformers"}
-RECIPE_FILES = {"transformers": "transformers_generate.py"}
+LIBRARY_FOR_TASK = {vocab.TEXT_GENERATION: "transformers", vocab.IMAGE_TEXT_TO_TEXT: "transformers",
+                    vocab.FEATURE_EXTRACTION: "sentence-transformers", vocab.TEXT_TO_IMAGE: "diffusers"}
+RECIPE_FILES = {"transformers": "transformers_generate.py", "sentence-transformers": "sentence_transformers_encode.py",
+                "diffusers": "diffusers_pipeline.py"}
 SCAFFOLD_FILE = "scaffold.py"
 
 _PARAMS_BLOCK = re.compile(r"(# --- parameters \(rendered\) ---\n).*?(\n# --- end parameters ---)", re.S)
@@ -66,11 +87,13 @@ def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None
     """The parameters that make the template this model's run.py."""
     if (cores > 1) != (parallelism != "none"):
         raise ValueError(f"{cores} core(s) with parallelism '{parallelism}' is not a plan")
-    return {
+    library = LIBRARY_FOR_TASK[model.task]
+    generates = library == "transformers"  # generation settings belong to the transformers recipe only
+    params = {
         "model_id": model.model_id,
         "model_path": model.path,
         "task": model.task,
-        "library": LIBRARY_FOR_TASK[model.task],
+        "library": library,
         "backend": backend.name,
         "device": backend.device,
         "compile_backend": backend.compile_backend,
@@ -78,12 +101,14 @@ def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None
         "cores": cores,
         "parallelism": parallelism,
         "dist_backend": backend.dist_backend,
-        "max_new_tokens": MAX_NEW_TOKENS,
+        **({"max_new_tokens": MAX_NEW_TOKENS} if generates else {}),
         "prompt": PROMPTS[model.task],
         "trust_remote_code": bool(trust_remote_code),
         "revision": revision,
-        "top_k": vocab.NEAR_TIE_TOP_K,
+        **({"top_k": vocab.NEAR_TIE_TOP_K} if generates else {}),
     }
+    params.update(TASK_INPUTS.get(model.task, {}))
+    return params
 
 
 def render_run_py(params: dict) -> str:
@@ -122,6 +147,7 @@ def render_requirements(backend: Backend, task: str) -> str:
                      + ", ".join(pin(n) for n in (*torch_family, "torch-neuronx", "neuronx-cc")))
     else:
         lines += [pin(n) for n in torch_family]
+    lines += [pin(LIBRARY_FOR_TASK[task])] if LIBRARY_FOR_TASK[task] != "transformers" else []
     lines += [pin("transformers"), pin("accelerate"), pin("safetensors"), pin("tokenizers")]
     if task == vocab.IMAGE_TEXT_TO_TEXT:
         lines.append(pin("pillow"))

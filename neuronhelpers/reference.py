@@ -19,7 +19,8 @@ from .settings import home
 from .recipe import template_text
 from .versions import distribution_version
 
-_KEYED_PARAMS = ("task", "dtype", "max_new_tokens", "prompt", "top_k", "trust_remote_code", "revision")
+# Parameters that say where and how the device run happens: the CPU reference does not depend on them.
+_DEVICE_PARAMS = ("model_id", "backend", "device", "compile_backend", "dist_backend", "cores", "parallelism")
 
 
 def reference_dir() -> Path:
@@ -50,12 +51,14 @@ def reference_key(params: dict) -> str | None:
     identity = checkpoint_identity(params["model_path"])
     if identity is None:
         return None
+    library = params.get("library", "transformers")
     blob = {
         "checkpoint": identity,
-        "params": {k: params.get(k) for k in _KEYED_PARAMS},
+        "params": {k: v for k, v in params.items() if k not in _DEVICE_PARAMS and k != "model_path"},
         "torch": distribution_version("torch"),
         "transformers": distribution_version("transformers"),
-        "recipe": hashlib.sha256(template_text().encode()).hexdigest(),
+        "library": [library, distribution_version(library)],
+        "recipe": hashlib.sha256(template_text(library).encode()).hexdigest(),
     }
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:32]
 

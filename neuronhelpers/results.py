@@ -36,7 +36,7 @@ COLUMNS = [
     ("compiler", pa.string(), "neuronx-cc on Trainium; inductor elsewhere"),
     ("compiler_version", pa.string(), "version of that compiler (torch's version for inductor)"),
     ("neuronx_cc", pa.string(), "neuronx-cc version (null when the run did not use the Neuron compiler)"),
-    ("library", pa.string(), "the modeling library (transformers)"),
+    ("library", pa.string(), "the modeling library: transformers, sentence-transformers or diffusers"),
     ("library_version", pa.string(), "its version"),
     ("torch", pa.string(), "torch version"),
     ("torch_neuronx", pa.string(), "torch-neuronx version, where installed"),
@@ -47,7 +47,8 @@ COLUMNS = [
     ("compile_s", pa.float64(), "first generate call minus a warm one: the cost of compilation"),
     ("cache_hit", pa.bool_(), "the run found its compiled graphs in the compile cache (it compiled nothing new)"),
     ("retraced", pa.bool_(), "the run traced the model with dynamo (false: a warm cache gave it the traced graph too)"),
-    ("generate_s", pa.float64(), "seconds of a warm, compiled generate of 32 tokens"),
+    ("generate_s", pa.float64(), "seconds of the warm, compiled call: generate 32 tokens, encode the batch, or "
+     "draw the image"),
     ("wall_s", pa.float64(), "wall time of the whole run process, compilation included"),
     ("ttft_s", pa.float64(), "time to first token of the warm generate"),
     ("decode_tokens_per_s", pa.float64(), "tokens per second after the first, warm"),

@@ -2,7 +2,9 @@
 
 Resumable: a model already recorded for the same versions is skipped (``rerun=True`` forces it).
 Parallel: ``jobs`` models at once, each pinned to a disjoint CPU set here, or to a disjoint
-NeuronCore range on Trainium (NEURON_RT_VISIBLE_CORES).
+NeuronCore range on Trainium (NEURON_RT_VISIBLE_CORES). On many machines: ``fleet.sweep_on_ray``, which
+shares this module's bookkeeping and writer (``SweepLog``), planning (``plan_for_sweep``) and per-model
+function (``run_one``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from . import dataset, results, versions
 from .backends import Backend, get_backend
 from .errors import UserError
-from .harness import prepare_run, run_model
+from .harness import PlannedRun, prepare_run, run_model
 from .recipe import LIBRARY_FOR_TASK
 from .selected import SELECTED
 from .settings import DEFAULT_TIMEOUT_S
@@ -83,6 +85,101 @@ def cpu_slots(jobs: int) -> list[set[int] | None]:
     return [set(cpus[i * size:(i + 1) * size]) for i in range(jobs)]
 
 
+class SweepLog:
+    """A sweep's bookkeeping and its one writer: what is recorded already, rows appended as they come, counts, bar.
+
+    The local sweep and the Ray sweep (``fleet.py``) share it: the same resume set (``results.resume_key`` of
+    each planned run against ``dataset.recorded_keys``), the same atomic ``dataset.append_rows`` per row, the
+    same progress bar.
+    """
+
+    def __init__(self, out, be: Backend, total: int, *, rerun: bool, progress: bool, desc: str | None = None):
+        self.out, self.be, self.rerun = out, be, rerun
+        self.done = set() if rerun else dataset.recorded_keys(out)
+        self.lock = threading.Lock()
+        self.rows: list[dict] = []
+        self.running: dict[str, None] = {}
+        self.counts = {"passed": 0, "finished": 0, "recorded": 0, "skipped": 0}
+        self.extra: dict[str, int] = {}  # further counters shown on the bar (the Ray sweep's retries)
+        self.bar = _progress(total, progress, be, desc)
+
+    def is_recorded(self, planned: PlannedRun | dict) -> bool:
+        key = results.resume_key(planned) if isinstance(planned, dict) else planned.resume_key()
+        return not self.rerun and key in self.done
+
+    def say(self, line: str) -> None:
+        _say(line, self.bar)
+
+    def show(self) -> None:
+        if self.bar is not None:
+            extra = "".join(f" {k}={v}" for k, v in self.extra.items() if v)
+            self.bar.set_postfix_str(f"passed={self.counts['passed']}/{self.counts['finished']} "
+                                     f"recorded={self.counts['recorded']}{extra} running={','.join(self.running) or '-'}")
+
+    def start(self, model: str) -> None:
+        with self.lock:
+            self.running[model] = None
+            self.show()
+
+    def append(self, rows: list[dict]) -> None:
+        """Write rows that are not model runs (the Selected exclusions) without counting them."""
+        if rows:
+            with self.lock:
+                dataset.append_rows(self.out, rows)
+
+    def end(self, model: str, row: dict | None = None, *, recorded: bool = False, skipped: bool = False) -> None:
+        """A model is done: its row is appended now (one writer, atomic), or it was recorded already, or skipped."""
+        with self.lock:
+            if row is not None:
+                dataset.append_rows(self.out, [row])
+                self.rows.append(row)
+                self.counts["finished"] += 1
+                self.counts["passed"] += row["result"] == PASS
+            self.counts["recorded"] += recorded
+            self.counts["skipped"] += skipped
+            self.running.pop(model, None)
+            self.show()
+            if self.bar is not None:
+                self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def plan_for_sweep(model: str, be: Backend, log: SweepLog) -> PlannedRun | dict | None:
+    """Resolve and plan one model of a sweep: the planned run, an UNTESTED row to record (no verdict can be
+    reached here), or None when there is nothing to do (recorded already, or bad input: one line, no row)."""
+    try:
+        planned = prepare_run(model, backend=be)
+    except UserError as err:
+        # Bad input (an unknown id, a model not at hand offline) says nothing about the model: one line,
+        # no row, and the sweep goes on. A rerun picks it up once it is fixed.
+        log.say(f"skipped {model}: {err}")
+        log.end(model, skipped=True)
+        return None
+    if log.is_recorded(planned):
+        log.end(model, recorded=True)
+        return None
+    return planned
+
+
+def run_one(model: str | PlannedRun | dict, *, backend: str | Backend | None = None, cores: int | None = None,
+            timeout: float = DEFAULT_TIMEOUT_S, memory_limit_bytes: int | None = None, cpus: set[int] | None = None,
+            env: dict | None = None) -> dict:
+    """One model of a sweep, run in its own process tree by the harness (the rendered run.py in a subprocess,
+    with its timeout): its verified row. A crash, hang or out-of-memory is a row, never an exception.
+
+    The local sweep passes the run it planned (or the UNTESTED row planning gave, returned as it is); a Ray
+    task passes the model id and the cores the driver planned (and Ray granted), so the run is planned again
+    where it runs, on exactly those cores.
+    """
+    planned = model if isinstance(model, (PlannedRun, dict)) else prepare_run(model, backend=backend, cores=cores)
+    if isinstance(planned, dict):
+        return planned  # UNTESTED: nothing could be run here
+    return run_model(planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes, cpus=cpus, env=env)
+
+
 def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None = None, jobs: int = 1,
           timeout: float = DEFAULT_TIMEOUT_S, rerun: bool = False, progress: bool = True,
           memory_limit_bytes: int | None = None, include_excluded: bool = False) -> list[dict]:
@@ -90,78 +187,41 @@ def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None =
 
     "Recorded" is decided by the one resume key (``results.resume_key``) of the model as resolved and
     planned, the same key its row carries: a folder given by a relative path, or a model planned on
-    several cores, is recognised on the next sweep.
+    several cores, is recognised on the next sweep. ``fleet.sweep_on_ray`` does the same on a Ray cluster.
     """
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     out = Path(out)
-    done = set() if rerun else dataset.recorded_keys(out)
     models = list(dict.fromkeys(models))
+    log = SweepLog(out, be, len(models), rerun=rerun, progress=progress)
     if include_excluded:
-        fresh = [r for r in excluded_rows(be) if rerun or results.resume_key(r) not in done]
-        if fresh:
-            dataset.append_rows(out, fresh)
+        log.append([r for r in excluded_rows(be) if not log.is_recorded(r)])
 
     slots: queue.Queue = queue.Queue()
     for slot in (neuron_slots(jobs) if be.name == "neuron" else cpu_slots(jobs)):
         slots.put(slot)
-    write_lock = threading.Lock()
-    rows: list[dict] = []
-    running: dict[str, None] = {}
-    counts = {"passed": 0, "finished": 0, "recorded": 0, "skipped": 0}
+    neuron = be.name == "neuron"
 
-    def show():
-        if bar is not None:
-            bar.set_postfix_str(f"passed={counts['passed']}/{counts['finished']} recorded={counts['recorded']} "
-                                f"running={','.join(running) or '-'}")
-
-    def one(model: str) -> dict | None:
+    def one(model: str) -> None:
         slot = slots.get()
-        with write_lock:
-            running[model] = None
-            show()
-        row = None
+        log.start(model)
         try:
-            neuron = be.name == "neuron"
-            env = {"NEURON_RT_VISIBLE_CORES": slot} if neuron and slot is not None else None
-            try:
-                planned = prepare_run(model, backend=be)
-            except UserError as err:
-                # Bad input (an unknown id, a model not at hand offline) says nothing about the model: one line,
-                # no row, and the sweep goes on. A rerun picks it up once it is fixed.
-                _say(f"skipped {model}: {err}", bar)
-                counts["skipped"] += 1
-                planned = None
-            if isinstance(planned, dict):  # no verdict can be reached here (e.g. the twin cannot be built)
-                row = planned if rerun or results.resume_key(planned) not in done else None
-            elif planned is not None:
-                if rerun or planned.resume_key() not in done:
-                    row = run_model(planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes,
-                                    cpus=None if neuron else slot, env=env)
-            with write_lock:
-                if row is not None:
-                    dataset.append_rows(out, [row])
-                    counts["finished"] += 1
-                    counts["passed"] += row["result"] == PASS
-                elif planned is not None:
-                    counts["recorded"] += 1
-                running.pop(model, None)
-                show()
-                if bar is not None:
-                    bar.update(1)
-            return row
+            planned = plan_for_sweep(model, be, log)
+            if planned is None:
+                return
+            row = planned if isinstance(planned, dict) else run_one(
+                planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes, cpus=None if neuron else slot,
+                env={"NEURON_RT_VISIBLE_CORES": slot} if neuron and slot is not None else None)
+            log.end(model, row)
         finally:
             slots.put(slot)
 
-    bar = _progress(len(models), progress, be)
     try:
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
             for future in as_completed([pool.submit(one, m) for m in models]):
-                if future.result() is not None:
-                    rows.append(future.result())
+                future.result()
     finally:
-        if bar is not None:
-            bar.close()
-    return rows
+        log.close()
+    return log.rows
 
 
 def _say(line: str, bar) -> None:
@@ -172,12 +232,12 @@ def _say(line: str, bar) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def _progress(total: int, enabled: bool, be: Backend):
+def _progress(total: int, enabled: bool, be: Backend, desc: str | None = None):
     if not enabled:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=f"sweep[{be.name}]", unit="model", dynamic_ncols=True)
+    return tqdm(total=total, desc=desc or f"sweep[{be.name}]", unit="model", dynamic_ncols=True)
 
 
 

@@ -312,7 +312,7 @@ def _unavailable_marker(dest: Path) -> Path:
 def known_twin(spec: TwinSpec) -> Path | None:
     """The built twin's folder; raises TwinUnavailable when building it failed before; None when never tried."""
     dest = twin_path(spec.key)
-    if dest.is_dir() and (dest / "config.json").is_file():
+    if (dest / "TWIN.json").is_file():  # written last, into a folder renamed into place only once checked
         return dest
     marker = _unavailable_marker(dest)
     if marker.is_file():

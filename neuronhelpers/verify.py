@@ -78,8 +78,8 @@ def _graded(exact: bool, within: bool, figures: dict, tolerance: float, what: st
         return dict(columns, result=PASS, verification="exact")
     if within:
         return dict(columns, result=PASS, verification="within_tolerance")
-    return dict(columns, result=FAIL, verification=None, stage="mismatch", cause=f"{what} differ from the CPU reference",
-                error=f"{what} differ from the CPU reference beyond the {detail}")
+    return dict(columns, result=FAIL, verification=None, stage="mismatch", cause=f"{what} from the CPU reference",
+                error=f"{what} from the CPU reference beyond the {detail}")
 
 
 def verify_embeddings(params: dict, payload: dict, reference: dict) -> dict:
@@ -90,7 +90,7 @@ def verify_embeddings(params: dict, payload: dict, reference: dict) -> dict:
     bounds = EMBEDDING_TOLERANCE.get(params["dtype"], EMBEDDING_TOLERANCE["float32"])
     device, ref = (torch.tensor(x["embeddings"], dtype=torch.float64) for x in (payload, reference))
     if device.shape != ref.shape:
-        return _graded(False, False, {}, bounds["max_abs_diff"], "embeddings",
+        return _graded(False, False, {}, bounds["max_abs_diff"], "embeddings differ",
                        f"shape check: {tuple(device.shape)} against the reference's {tuple(ref.shape)}")
     max_abs = float((device - ref).abs().max())
     min_cosine = float(torch.nn.functional.cosine_similarity(device, ref, dim=1).min())
@@ -98,7 +98,7 @@ def verify_embeddings(params: dict, payload: dict, reference: dict) -> dict:
     detail = (f"{params['dtype']} tolerance: max abs difference {max_abs:.3g} (at most {bounds['max_abs_diff']:g}), "
               f"lowest cosine similarity {min_cosine:.6f} (at least {bounds['min_cosine']:g})")
     return _graded(payload["embeddings"] == reference["embeddings"], within,
-                   {"max_abs_diff": max_abs, "min_cosine": min_cosine}, bounds["max_abs_diff"], "embeddings", detail)
+                   {"max_abs_diff": max_abs, "min_cosine": min_cosine}, bounds["max_abs_diff"], "embeddings differ", detail)
 
 
 def decode_image(payload: dict):
@@ -119,7 +119,7 @@ def verify_image(params: dict, payload: dict, reference: dict) -> dict:
     bounds = IMAGE_TOLERANCE.get(params["dtype"], IMAGE_TOLERANCE["float32"])
     device, ref = decode_image(payload).double(), decode_image(reference).double()
     if device.shape != ref.shape:
-        return _graded(False, False, {}, bounds["max_abs_diff"], "the image",
+        return _graded(False, False, {}, bounds["max_abs_diff"], "the image differs",
                        f"size check: {tuple(device.shape)} against the reference's {tuple(ref.shape)}")
     max_abs = float((device - ref).abs().max())
     mse = float(((device - ref) ** 2).mean())
@@ -128,7 +128,7 @@ def verify_image(params: dict, payload: dict, reference: dict) -> dict:
     detail = (f"{params['dtype']} tolerance: max abs pixel difference {max_abs:.3g} (at most {bounds['max_abs_diff']:g}), "
               f"PSNR {psnr:.1f} dB (at least {bounds['min_psnr_db']:g} dB)" if psnr is not None else "")
     return _graded(payload["image"] == reference["image"], within, {"max_abs_diff": max_abs, "psnr_db": psnr},
-                   bounds["max_abs_diff"], "the image", detail)
+                   bounds["max_abs_diff"], "the image differs", detail)
 
 
 # One check per library's recipe: its name -> (params, device payload, reference payload) -> row columns.

@@ -166,6 +166,38 @@ def _has(config, key):
     )
 
 
+_DERIVED: dict = {}
+
+
+def derived(cls) -> set:
+    """Attributes the config class computes in its constructor rather than takes (deepseek's head_dim =
+    qk_rope_head_dim): a twin sets the fields they come from and lets the constructor derive them again."""
+    if cls not in _DERIVED:
+        import dataclasses
+
+        fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+        try:
+            default = cls()
+            _DERIVED[cls] = {k for k in default.__dict__ if not k.startswith("_") and k not in fields} if fields else set()
+        except Exception:
+            _DERIVED[cls] = set()
+    return _DERIVED[cls]
+
+
+def rebuilt(config, keep=frozenset()):
+    """The config constructed again from its values (each config's own derivations re-run, as loading will),
+    without the derived attributes a shrink left stale (``keep``: names set on purpose)."""
+    def clean(sub, data):
+        for key in derived(type(sub)) - set(keep):
+            data.pop(key, None)
+        for key, part in _sub_configs(sub):
+            if isinstance(data.get(key), dict):
+                clean(part, data[key])
+        return data
+
+    return type(config).from_dict(clean(config, config.to_dict()))
+
+
 def _get(config, key, default=None):
     """getattr that tolerates per-layer attributes refusing global access (gemma4's head_dim)."""
     try:
@@ -200,7 +232,7 @@ def shrink(config, table: dict, overrides: dict | None = None) -> None:
             table[k] = kinds
         after_planned = kinds
     for key, value in {**table, **overrides}.items():
-        if key in overrides or _has(config, key):
+        if key in overrides or (_has(config, key) and key not in derived(type(config))):
             current = config.__dict__.get(key)
             if key not in overrides and isinstance(current, (list, tuple)) and isinstance(value, int) and current:
                 # a per-layer list (one width per layer) or a per-stage list (patch sizes, widths)
@@ -219,6 +251,13 @@ def shrink(config, table: dict, overrides: dict | None = None) -> None:
                 pass
     after = _layer_count(config)
     if before and after and before != after:
+        for key, value in _ints(config).items():
+            if key in overrides or key in table:
+                continue
+            if key.startswith(("first_k", "num_dense")):  # leading dense layers: at least one later layer stays MoE
+                setattr(config, key, min(value, after - 1))
+            elif key == "num_kv_shared_layers":  # layers reusing earlier layers' KV: keep some of each
+                setattr(config, key, min(value, after // 2))
         for key, value in lists.items():
             if key in overrides or key in table:
                 continue
@@ -507,7 +546,8 @@ def build_config(model_type: str, ov: dict):
     for key, value in ov.get("config", {}).items():
         setattr(config, key, value)
     # a round trip re-runs each config's own derivations (per-layer types, mirrored widths) as loading will
-    return type(config).from_dict(config.to_dict())
+    pinned_keys = {k for part in ("config", "text", "vision") for k in ov.get(part, {})}
+    return rebuilt(config, pinned_keys)
 
 
 def text_configs(config):

@@ -23,10 +23,11 @@ EXCLUDED = "EXCLUDED"
 UNTESTED = "UNTESTED"
 
 RESULTS = {
-    PASS: "The model loaded with from_pretrained, compiled with fullgraph=True and generated 32 greedy "
-    "tokens with a static KV cache, and the tokens passed the check named in `verification`. PASS says "
+    PASS: "The model loaded with from_pretrained and ran compiled with fullgraph=True (a text model: 32 greedy "
+    "tokens with a static KV cache; an embedding model: a fixed batch of sentences; a diffusion pipeline: a few "
+    "denoising steps and the decoder), and its output passed the check named in `verification`. PASS says "
     "nothing about throughput or longer generations.",
-    FAIL: "The model failed under the recipe: the run did not complete or its tokens did not pass the check. "
+    FAIL: "The model failed under the recipe: the run did not complete or its output did not pass the check. "
     "`stage` says where it failed, `cause` gives a short signature shared by failures of the same origin, and "
     "`error` names the exception and the first line of its message, the cause a user should read first "
     "(`traceback` holds the whole of it).",

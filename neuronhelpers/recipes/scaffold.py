@@ -165,6 +165,27 @@ def peak_memory_bytes(device):
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB
 
 
+def compile_cache_counters():
+    """Inductor's FX-graph cache hits and misses in this process (None where the compiler keeps no such count)."""
+    try:
+        from torch._dynamo.utils import counters
+
+        inductor = counters["inductor"]
+        return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
+    except Exception:  # not inductor, or another torch release
+        return None
+
+
+def dynamo_traced():
+    """Did dynamo trace Python code in this process (False when a warm cache handed it the graph)?"""
+    try:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"]["unique_graphs"]) > 0
+    except Exception:
+        return None
+
+
 class RecompileLog:
     """Collects dynamo's recompilation reasons (the guard that failed), so a run that hits the recompile
     limit can say which guard kept failing."""

@@ -20,7 +20,7 @@ edit those, never a rendered copy.
 
 import time  # render: drop
 
-from .scaffold import RecompileLog, failed, peak_memory_bytes  # render: drop
+from .scaffold import RecompileLog, compile_cache_counters, dynamo_traced, failed, peak_memory_bytes  # render: drop
 
 
 # ---- the device run: the recipe ----------------------------------------------------------------------------
@@ -218,17 +218,6 @@ class TokenClock:
         return out
 
 
-def compile_cache_counters():
-    """Inductor's FX-graph cache hits and misses in this process (None where the compiler keeps no such count)."""
-    try:
-        from torch._dynamo.utils import counters
-
-        inductor = counters["inductor"]
-        return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
-    except Exception:  # not inductor, or another torch release
-        return None
-
-
 class NotCompiled(RuntimeError):
     """generate() ran without the compiled forward the recipe asks for."""
 
@@ -236,13 +225,3 @@ class NotCompiled(RuntimeError):
 def forward_was_compiled(model):
     """generate() compiled the model's forward and dynamo traced it (or found it in a warm cache)."""
     return getattr(model, "_compiled_call", None) is not None and dynamo_traced() is not False
-
-
-def dynamo_traced():
-    """Did dynamo trace Python code in this process (False when a warm cache handed it the graph)?"""
-    try:
-        from torch._dynamo.utils import counters
-
-        return int(counters["stats"]["unique_graphs"]) > 0
-    except Exception:
-        return None
