@@ -89,7 +89,10 @@ TEXT_SHRINK = {
     "linear_num_value_heads": 4,
     "linear_key_head_dim": 16,
     "linear_value_head_dim": 16,
+    "linear_num_heads": 4,
+    "linear_head_dim": 16,
     "mamba_d_head": 32,
+    "mamba_d_ssm": 128,  # falcon_h1: mamba_n_heads * mamba_d_head
     "mamba_n_groups": 1,
     "n_groups": 1,
     "time_step_rank": 8,
@@ -106,6 +109,7 @@ TEXT_SHRINK = {
     "index_n_heads": 2,
     "index_head_dim": 16,
     "index_topk": 8,
+    "index_kpool": 4,  # glm5_next: index_topk is a multiple of it
     "num_decoder_layers": 2,
     "d_ff": 128,
     "d_kv": 16,
@@ -147,6 +151,18 @@ TWIN_OVERRIDES: dict[str, tuple[dict, str]] = {
                  "ReformerModelWithLMHead generates only as a decoder; its axial position sizes must sum to hidden_size"),
     "recurrent_gemma": ({"block_types": ["recurrent", "attention"]},
                         "its block pattern repeats every three layers: keep one recurrent and one attention block"),
+    "longcat_flash": ({"head_dim": 8}, "its rope runs over head_dim, which checkpoints set equal to qk_rope_head_dim"),
+    "cohere_compass_text": ({"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+                            "the default config has no per-layer-type rope_parameters (checkpoints carry them)"),
+    "dbrx": ({"attn_config": {"rope_theta": 500000.0, "clip_qkv": 8}},
+             "the attention reads attn_config rope_theta and clip_qkv, which checkpoints carry and the default leaves out"),
+    "lfm2_moe": ({"layer_types": ["conv", "full_attention"]},
+                 "the default config leaves layer_types unset; checkpoints mix conv and full-attention layers"),
+    "dots3_note_text": ({"qk_rope_head_dim": 4},
+                        "its sliding layers need head_dim == qk_nope + qk_rope (256 = 192 + 64): all three shrunk by 1/16"),
+    "qwen4_exp_text": ({"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 64,
+                        "indexer_compress_ratio": 4},
+                       "the default config leaves the QSA indexer (on the indexed-attention layers) unset"),
 }
 
 
@@ -263,7 +279,7 @@ def twin_path(model_id_or_type: str) -> Path:
 
 
 BUILD_TIMEOUT_S = 300.0
-BUILD_MEMORY_BYTES = 8 * 2**30
+BUILD_MEMORY_BYTES = 16 * 2**30  # address space: torch alone maps ~4 GiB, and each thread reserves malloc arenas
 
 
 def build_twin(model_id_or_type: str, *, force: bool = False, isolated: bool = True) -> Path:
@@ -420,97 +436,35 @@ def _build_tokenizer(model_type: str | None = None):
     return tok
 
 
-_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers")
-
-
-def _fields(cls) -> set[str]:
-    import dataclasses
-
-    return {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
-
-
-def _field_for(cls, key: str) -> str | None:
-    """The constructor field a table key names for this config class (through its attribute_map), or None."""
-    fields = _fields(cls)
-    if key in fields:
-        return key
-    mapped = getattr(cls, "attribute_map", {}).get(key)
-    return mapped if mapped in fields else None
-
-
-def _layer_count(config) -> int | None:
-    for key in _LAYER_KEYS:
-        value = getattr(config, key, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
-def _resized(sequence, n: int):
-    """A per-layer list or pattern string cut to n layers, keeping every kind of layer it mixes (in order of
-    first appearance, cycled): a hybrid or sliding-window model keeps its hybrid and sliding layers."""
-    kinds = list(dict.fromkeys(sequence))
-    items = [kinds[i % len(kinds)] for i in range(n)]
-    return "".join(items) if isinstance(sequence, str) else tuple(items) if isinstance(sequence, tuple) else items
-
-
 # Sizes a config may leave unset (None) when the architecture can run without them, but which a twin sets so
 # that the feature they size (experts, for one) is built and tested.
 _SET_EVEN_IF_UNSET = {"n_routed_experts", "num_experts_per_tok", "n_shared_experts", "head_dim", "num_key_value_heads",
                       "num_kv_heads", "intermediate_size", "n_inner"}
 
 
-def _value(config, name):
-    try:
-        return getattr(config, name, None)
-    except Exception:  # noqa: BLE001 - e.g. a per-layer attribute that refuses a global read
-        return None
-
-
 def shrunk_config(model_type: str, table: dict, overrides: dict | None = None, **fixed):
-    """The architecture's own config class built small: see ``shrunk_config_of``."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    """The architecture's own config built small, by the one shrink machinery of text and vision-language twins
+    (``vlm_twins.build_config``): every size in ``table`` the config has, nested sub-configs shrunk by their role,
+    per-layer lists, patterns and per-layer overrides cut to the new depth keeping every kind of layer, layer
+    indices clamped, linked widths kept equal, derived sizes derived again; then the family's ``overrides`` and the
+    ``fixed`` values (token ids; ``vocab_size`` is every vocabulary of the language side)."""
+    from .vlm_twins import build_config, set_vocab, text_configs
 
-    return shrunk_config_of(CONFIG_MAPPING[model_type], table, overrides, **fixed)
-
-
-def shrunk_config_of(cls, table: dict, overrides: dict | None = None, **fixed):
-    """A config class built small, in one constructor call (its validators see a consistent config): every size
-    in ``table`` the class has, nested sub-configs shrunk the same way, per-layer lists and patterns cut to the
-    new layer count, layer indices clamped, then ``fixed`` values and the family's ``overrides``."""
-    from transformers import PretrainedConfig
-
-    default = cls()
-    kwargs = {}
-    for key, value in table.items():
-        name = _field_for(cls, key)
-        if name is not None and (_value(default, name) is not None or name in _SET_EVEN_IF_UNSET):
-            kwargs[name] = value
-    before = _layer_count(default)
-    after = next((kwargs[f] for f in (_field_for(cls, k) for k in _LAYER_KEYS) if f in kwargs), before)
-    for name in _fields(cls) - set(kwargs) - set(overrides or {}):
-        value = _value(default, name)
-        if isinstance(value, PretrainedConfig):  # a nested part (an encoder, a depth decoder, an audio tower...)
-            kwargs[name] = shrunk_config_of(type(value), table, **fixed).to_dict()
-        elif before and after and before != after:
-            if isinstance(value, (list, tuple)) and len(value) == before:
-                kwargs[name] = _resized(value, after)
-            elif isinstance(value, str) and len(value) == before and 1 < len(set(value)) <= 4:  # "M-M*-" patterns
-                kwargs[name] = _resized(value, after)
-            elif isinstance(value, int) and not isinstance(value, bool) and name.startswith(("first_k", "num_dense")):
-                kwargs[name] = min(value, after - 1)
-            elif isinstance(value, int) and not isinstance(value, bool) and name == "num_kv_shared_layers":
-                kwargs[name] = min(value, after // 2)
-    kwargs.update({k: v for k, v in fixed.items() if _field_for(cls, k)})
-    kwargs.update(overrides or {})
-    return cls(**kwargs)
+    config = build_config(model_type, {"text": dict(overrides or {})}, text_table=table)
+    fixed = dict(fixed)
+    if "vocab_size" in fixed:
+        set_vocab(config, fixed.pop("vocab_size"))
+    for sub in text_configs(config) or [config]:
+        for key, value in fixed.items():
+            if key in sub.__dict__ or key in getattr(sub, "attribute_map", {}):
+                setattr(sub, key, value)
+    return type(config).from_dict(config.to_dict())  # validated as loading will
 
 
 def _text_config(model_type: str, tok, overrides: dict | None = None):
     token_ids = {"vocab_size": len(tok), "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id,
                  "pad_token_id": tok.pad_token_id}
     return shrunk_config(model_type, TEXT_SHRINK, overrides, **token_ids)
-
 
 
 def _write_twin(spec: TwinSpec, folder: Path) -> None:

@@ -18,4 +18,9 @@ if [ -n "${TRANSFORMERS_VERSION:-}" ]; then
 else
   cp constraints.txt "$constraints"
 fi
+if [ -n "${TORCH_SPEC:-}" ]; then
+  # Another torch: pin it, so no dependency upgrades it, and leave out the extras that need torchvision.
+  echo "$TORCH_SPEC" | tr ' ' '\n' >> "$constraints"
+  export NEURONHELPERS_EXTRAS=""
+fi
 NEURONHELPERS_CONSTRAINTS="$constraints" bash scripts/setup_env.sh "$VENV"

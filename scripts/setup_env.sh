@@ -41,5 +41,7 @@ if [ "${NEURONHELPERS_SETUP_ONLY:-}" = torch ]; then
   exit 0
 fi
 CONSTRAINTS=${NEURONHELPERS_CONSTRAINTS-constraints.txt}
-"${PIP[@]}" install --quiet -e ".[test${NEURONHELPERS_EXTRAS:+,$NEURONHELPERS_EXTRAS}]" ${CONSTRAINTS:+-c "$CONSTRAINTS"}
+# NEURONHELPERS_EXTRAS: the optional extras beyond the tests (default: models, the packages some architectures import)
+EXTRAS=${NEURONHELPERS_EXTRAS-models}
+"${PIP[@]}" install --quiet -e ".[test${EXTRAS:+,$EXTRAS}]" ${CONSTRAINTS:+-c "$CONSTRAINTS"}
 echo "setup: ready ($("$VENV/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'))"

@@ -19,7 +19,7 @@ def test_environment_yml_names_the_same_dependencies_as_pyproject():
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
     listed = _names(p for p in pip if not p.startswith("-"))
     assert listed == _names(project["dependencies"])
-    assert "-e .[test]" in pip
+    assert "-e .[test,models]" in pip
 
 
 def test_setup_keeps_the_torch_a_python_already_has(tmp_path):

@@ -1,0 +1,94 @@
+"""The pre-imported fork server: each run is its own process tree, with the caller's environment, working
+directory, timeout and kill; a run it cannot take (or a dead server) falls back to a fresh Python."""
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from neuronhelpers import runner
+
+SCRIPT = """
+import json, os, sys
+print(json.dumps({"ok": True, "pid": os.getpid(), "pgid": os.getpgid(0), "sid": os.getsid(0), "argv": sys.argv,
+                  "cwd": os.getcwd(), "marker": os.environ.get("NH_FORK_TEST"), "name": __name__,
+                  "torch_preloaded": "torch" in sys.modules}))
+"""
+
+
+@pytest.fixture
+def fresh_server(monkeypatch):
+    monkeypatch.setenv(runner.FORK_SERVER_ENV, "1")
+    runner.reset_fork_server()
+    yield
+    runner.reset_fork_server()
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a reaper (a container's init may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def write(tmp_path, text, name="probe.py"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_forked_run_is_its_own_session_with_the_callers_argv_env_and_cwd(tmp_path, fresh_server):
+    script = write(tmp_path, SCRIPT)
+    work = tmp_path / "work"
+    work.mkdir()
+    outcome = runner.execute(script, ["--reference"], timeout=60, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path)},
+                             cwd=str(work))
+    got = outcome.payload
+    assert outcome.launcher == "fork" and outcome.returncode == 0, outcome.stderr
+    assert got["pid"] == got["pgid"] == got["sid"] and got["pid"] != os.getpid()  # its own session and group
+    assert got["argv"] == [script, "--reference"] and got["cwd"] == str(work) and got["name"] == "__main__"
+    assert got["torch_preloaded"]  # torch was imported once, by the server
+
+
+def test_a_run_whose_environment_differs_at_import_time_starts_a_fresh_python(tmp_path, fresh_server):
+    script = write(tmp_path, SCRIPT)
+    runner.shared_fork_server()
+    outcome = runner.execute(script, timeout=60, env={"PYTHONPATH": str(tmp_path), "NH_FORK_TEST": "x"})
+    assert outcome.launcher == "spawn" and outcome.payload["marker"] == "x"
+    assert not outcome.payload["torch_preloaded"]
+
+
+def test_a_forked_run_past_its_timeout_is_killed_with_its_children(tmp_path, fresh_server):
+    script = write(tmp_path, "import subprocess, sys, time\n"
+                             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+                             "print(child.pid, flush=True)\ntime.sleep(600)\n")
+    start = time.monotonic()
+    outcome = runner.execute(script, timeout=3)
+    assert outcome.launcher == "fork" and outcome.timed_out and time.monotonic() - start < 30
+    grandchild = int(outcome.stdout.split()[0])
+    time.sleep(0.5)
+    assert not alive(grandchild), "a process the run started outlived the kill"
+
+
+def test_a_crash_in_a_forked_run_is_its_exit_status(tmp_path, fresh_server):
+    outcome = runner.execute(write(tmp_path, "import ctypes; ctypes.string_at(0)\n"), timeout=60)
+    assert outcome.launcher == "fork" and outcome.signal_name == "SIGSEGV"
+
+
+def test_when_the_server_dies_runs_fall_back_to_a_fresh_python(tmp_path, fresh_server):
+    server = runner.shared_fork_server()
+    os.killpg(server.proc.pid, signal.SIGKILL)
+    server.proc.wait()
+    script = write(tmp_path, SCRIPT)
+    outcome = runner.execute(script, timeout=60)
+    assert outcome.returncode == 0 and json.loads(outcome.stdout.strip().splitlines()[-1])["ok"]
+    assert runner.shared_fork_server().alive  # a new server for the next run
+
+
+def test_turned_off_every_run_spawns(tmp_path, monkeypatch):
+    monkeypatch.setenv(runner.FORK_SERVER_ENV, "0")
+    assert runner.execute(write(tmp_path, SCRIPT), timeout=60).launcher == "spawn"
