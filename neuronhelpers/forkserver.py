@@ -28,7 +28,7 @@ import time
 
 # Variables a child may set differently from the server: read when used, never at import time.
 PER_RUN_ENV = frozenset({"TORCHINDUCTOR_CACHE_DIR", "PYTHONUNBUFFERED", "TOKENIZERS_PARALLELISM", "NEURONHELPERS_RUN",
-                         "NH_TEST_FAULTS"})
+                         "NH_TEST_FAULTS", "NEURON_RT_VISIBLE_CORES"})
 PRELOAD = ("torch", "transformers", "transformers.modeling_utils", "transformers.generation.utils",
            "transformers.models.auto.modeling_auto", "transformers.models.auto.tokenization_auto",
            "transformers.models.auto.processing_auto", "safetensors.torch", "tokenizers")

@@ -54,8 +54,9 @@ UNTESTED_STAGES = {
     "its processor cannot be built offline, it is not a text model despite the mapping, ...).",
     "dependency": "The model needs a package that is not installed where the test ran (the error names it); "
     "install it and run again.",
-    "infrastructure": "The machine running the test failed repeatedly (a worker node died); the model itself never "
-    "reported a result.",
+    "infrastructure": "The machines running the test failed it: a worker node or process died repeatedly, or no node of "
+    "the cluster has the cores its plan needs; the model itself never reported a result, and the next sweep runs it "
+    "again.",
 }
 
 # Verification: how a PASS was established.
