@@ -1,4 +1,7 @@
-"""Errors that are part of the interface: each carries a one-line message naming the thing and what to do."""
+"""Errors that are part of the interface: each carries a one-line message naming the thing and what to do.
+
+Notebook 04 shows bad input refused.
+"""
 
 
 class UserError(Exception):

@@ -6,6 +6,8 @@ model's config in the same listing (``expand=[..., "config"]``), and records eac
 ``save_snapshot`` keeps a dated copy (``neuronhelpers rankings --refresh`` does both). Offline,
 ``load_rankings`` returns the newest snapshot, or the small sample shipped with the package (labelled as
 a sample, with its date) so the views work on a fresh machine.
+
+Taught in notebook 01 (the Trending and Downloads views).
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ shuffle of real words passes it; only the LM judge can catch that.
 reachable, else ``LexicalJudge``. Each judge's ``name`` goes into the row's ``judge`` column
 (``lexical``, a local path, or ``<repo_id>@<commit>``) and ``Judgement.verification`` into
 ``verification``.
+
+Taught in notebook 04.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ Parallel: ``jobs`` models at once, each pinned to a disjoint CPU set here, or to
 NeuronCore range on Trainium (NEURON_RT_VISIBLE_CORES). On many machines: ``fleet.sweep_on_ray``, which
 shares this module's bookkeeping and writer (``SweepLog``), planning (``plan_for_sweep``) and per-model
 function (``run_one``).
+
+Taught in notebooks 01 and 05.
 """
 
 from __future__ import annotations

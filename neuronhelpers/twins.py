@@ -262,11 +262,9 @@ def _spec_digest(spec: TwinSpec) -> str:
     import torch
     import transformers
 
-    builder = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    from . import library_twins
-
-    if spec.task in library_twins.LIBRARY_TASKS:
-        builder += hashlib.sha256(Path(library_twins.__file__).read_bytes()).hexdigest()
+    here = Path(__file__).parent  # the builders' code: this module, the vision-language and the library twins
+    builder = hashlib.sha256(b"".join((here / name).read_bytes()
+                                      for name in ("twins.py", "vlm_twins.py", "library_twins.py"))).hexdigest()
     blob = json.dumps([TWIN_FORMAT, spec.key, spec.model_type, spec.task, spec.overrides, builder,
                        transformers.__version__, torch.__version__.split("+")[0]], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:10]

@@ -33,7 +33,7 @@ from .twins import _LOGIT_SCALE as LOGIT_SCALE
 from .twins import MAX_TWIN_PARAMETERS as MAX_PARAMS
 from .twins import SEED
 
-from .twins import _CHAT_TEMPLATE, TEXT_SHRINK  # noqa: E402 - shared with the text twins
+from .twins import _CHAT_TEMPLATE, _SET_EVEN_IF_UNSET, TEXT_SHRINK  # noqa: E402 - shared with the text twins
 
 VISION_SHRINK = {
     "hidden_size": 32,
@@ -53,6 +53,12 @@ VISION_SHRINK = {
     "encoder_attention_heads": 2,
     "encoder_ffn_dim": 64,
     "head_dim": 16,
+    # image tokenizers (VQ-VAE) of models that also generate images (janus, chameleon, emu3)
+    "base_channels": 32,  # (GroupNorm of 32 groups)
+    "latent_channels": 32,
+    "num_res_blocks": 1,
+    "num_embeddings": 64,
+    "codebook_size": 64,
 }
 # Vision attributes that must equal the text width (the tower projects into the language model).
 TO_TEXT_WIDTH = ("out_hidden_size", "text_hidden_size", "output_hidden_size")
@@ -64,16 +70,36 @@ VLM_OVERRIDES: dict[str, dict] = {
                 "why": "no processor is mapped; the model's own docstring example loads a GLM-4.1V (Glm4vProcessor) processor"},
     "cohere_compass": {"text": {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
                        "why": "the default text config has no per-layer-type rope_parameters (checkpoints carry them)"},
-    "deepseek_ocr2": {"text": {"mlp_layer_types": ["dense", "sparse"]},
-                      "why": "the default text config leaves mlp_layer_types unset (checkpoints list dense/sparse per layer)"},
-    "qwen4_exp": {"text": {"indexer_budget": 64, "indexer_compress_ratio": 4},
-                  "why": "the default text config leaves the QSA indexer budget and compress ratio unset"},
+    "deepseek_ocr2": {"text": {"mlp_layer_types": ["dense", "sparse"]}, "vision": {"downsample_channels": [32, 64]},
+                      "why": "the default text config leaves mlp_layer_types unset (checkpoints list dense/sparse per layer); the "
+                             "SAM neck's last width is the Qwen2 encoder's hidden size (896 in checkpoints)"},
+    "qwen4_exp": {"text": {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 64,
+                           "indexer_compress_ratio": 4},
+                  "why": "the default text config leaves the QSA indexer (on the indexed-attention layers) unset"},
+    "dots3_note": {"text": {"qk_rope_head_dim": 4},
+                   "why": "its sliding layers need head_dim == qk_nope + qk_rope (256 = 192 + 64): all three shrunk by 1/16"},
     "granite4_vision": {"config": {"deepstack_layer_map": [[-1, 0], [-2, 1]], "spatial_target_layers": [0, 1, 0, 1],
                                    "downsample_rate": "1/2"},
                         "vision": {"hidden_size": 64},
                         "why": "default leaves deepstack_layer_map/downsample_rate unset; its Q-Former has vision_hidden // 64 heads"},
     "deepseek_vl_hybrid": {"image_processor": {"high_res_size": {"height": 32, "width": 32}},
                            "why": "the high-resolution (SAM) branch has its own image size, which the generic sizing does not know"},
+    "ernie4_5_vl_moe": {"video_processor": {"draw_on_frames": False},
+                        "why": "its video processor draws timestamps with a font it downloads; the twin (images only) does not draw"},
+    "mllama": {"image_processor": {"max_image_tiles": 4}, "vision": {"vision_output_dim": 192},
+               "why": "its tower adds tile embeddings for max_num_tiles (4, fixed by its aspect ratios), so the processor pads to 4 "
+                      "tiles; vision_output_dim = hidden_size * (1 + 5 tapped layers) (7680 = 1280 * 6)"},
+    "janus": {"vision": {"channel_multiplier": [1, 1, 1, 1, 2]},
+              "why": "its image-generation VQ-VAE (unused by image-text-to-text) keeps its 5 stages at a quarter of the widths"},
+    "step3p7": {"text": {"sliding_window": 512, "layer_types": ["full_attention", "sliding_attention"]},
+                "why": "the default leaves sliding_window unset and all layers full, yet the model always builds the sliding mask "
+                       "and sizes sliding-attention heads (num_sliding_attention_heads): checkpoints mix both"},
+    "molmo2": {"image_processor": {"overlap_margins": [1, 1]},
+               "why": "its crops overlap by 4 patches a side (of 27-patch crops): the twin's 4-patch crops overlap by 1"},
+    "llama4": {"vision": {"intermediate_size": 128},
+               "why": "its pixel-shuffle MLP reads intermediate_size = hidden_size / pixel_shuffle_ratio ** 2 (5632 = 1408 * 4)"},
+    "cohere2_vision": {"image_processor": {"patch_size": 2},
+                       "why": "its processor writes image_processor.patch_size ** 2 tokens per tile: the tower's 32 / 8 / 2 per side"},
     "qwen2_vl": {"vision": {"hidden_size": 64},
                  "why": "Qwen2VLVisionConfig.hidden_size is the merger's output width (= text width); embed_dim is the tower's"},
 }
@@ -169,33 +195,63 @@ def _has(config, key):
 _DERIVED: dict = {}
 
 
-def derived(cls) -> set:
-    """Attributes the config class computes in its constructor rather than takes (deepseek's head_dim =
-    qk_rope_head_dim): a twin sets the fields they come from and lets the constructor derive them again."""
+def derived(cls) -> tuple[set, set]:
+    """What the config class computes in its constructor rather than takes: attributes that are not fields
+    (deepseek's head_dim = qk_rope_head_dim), and fields whose default (None, "auto") the constructor replaces
+    (xlnet's d_head = d_model // n_head, jamba's mamba_dt_rank). A twin sets the sizes they come from and lets the constructor derive them."""
     if cls not in _DERIVED:
         import dataclasses
 
-        fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+        fields = {f.name: f.default for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
         try:
             default = cls()
-            _DERIVED[cls] = {k for k in default.__dict__ if not k.startswith("_") and k not in fields} if fields else set()
+            stored = {v for k, v in getattr(cls, "attribute_map", {}).items() if k in fields}  # a field kept under another name
+            extra = {k for k in default.__dict__ if not k.startswith("_") and k not in fields and k not in stored} if fields else set()
+            filled = {k for k, d in fields.items() if d is not dataclasses.MISSING and isinstance(d, (type(None), int, float, str))
+                      and k in default.__dict__ and not _same(default.__dict__[k], d)}
+            _DERIVED[cls] = (extra, filled)
         except Exception:
-            _DERIVED[cls] = set()
+            _DERIVED[cls] = (set(), set())
     return _DERIVED[cls]
 
 
-def rebuilt(config, keep=frozenset()):
-    """The config constructed again from its values (each config's own derivations re-run, as loading will),
-    without the derived attributes a shrink left stale (``keep``: names set on purpose)."""
+def snapshot(config) -> dict:
+    """Each config's values in the tree (by id), to tell later which ones a shrink changed."""
+    from transformers import PretrainedConfig
+
+    return {id(sub): {k: copy.deepcopy(v) for k, v in sub.__dict__.items() if not isinstance(v, PretrainedConfig)}
+            for path, sub, role in walk_configs(config)}
+
+
+def rebuilt(config, original: dict | None = None, keep=frozenset()):
+    """The config constructed again from its values (each config's own derivations re-run, as loading will).
+    Derived values the shrink did not change itself (``original``: the snapshot before it; ``keep``: names set
+    on purpose) are left out, so the constructor derives them from the shrunk sizes instead of keeping them stale."""
+    original = original or {}
+
     def clean(sub, data):
-        for key in derived(type(sub)) - set(keep):
+        extra, filled = derived(type(sub))
+        before = original.get(id(sub), {})
+        unchanged = {k for k in extra | filled if k in before and _same(before[k], sub.__dict__.get(k))} - set(keep)
+        for key in extra - set(keep) if before else ():
             data.pop(key, None)
+        fields = {f.name: f.default for f in __import__("dataclasses").fields(type(sub))} if filled else {}
+        for key in filled & unchanged:
+            if key in data:
+                data[key] = fields[key]
         for key, part in _sub_configs(sub):
             if isinstance(data.get(key), dict):
                 clean(part, data[key])
         return data
 
     return type(config).from_dict(clean(config, config.to_dict()))
+
+
+def _same(a, b):
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
 
 
 def _get(config, key, default=None):
@@ -231,9 +287,23 @@ def shrink(config, table: dict, overrides: dict | None = None) -> None:
         for k in layer_count_keys:
             table[k] = kinds
         after_planned = kinds
+    shared = config.__dict__.get("num_kv_shared_layers")
+    if isinstance(shared, int) and 0 < shared < (before or 0) and not any(k in overrides for k in layer_count_keys):
+        # the last layers reuse the KV of earlier layers of their kind: a layer of every kind computes KV, one reuses it
+        for k in layer_count_keys:
+            table[k] = 2 * max(kinds, 1)
+        after_planned = 2 * max(kinds, 1)
     for key, value in {**table, **overrides}.items():
-        if key in overrides or (_has(config, key) and key not in derived(type(config))):
+        current = _get(config, key) if _has(config, key) else None
+        if isinstance(current, int) and not isinstance(current, bool) and current == 0 and key not in overrides:
+            continue  # a size of 0 switches its feature off (NoPE: no rotary dims): the twin keeps it off
+        if key in overrides or (_has(config, key) and getattr(type(config), "attribute_map", {}).get(key, key) not in derived(type(config))[0] and (
+                current is not None or key in _SET_EVEN_IF_UNSET)):
             current = config.__dict__.get(key)
+            if key in overrides and isinstance(value, dict) and hasattr(current, "to_dict"):
+                for name, item in value.items():  # an override of a nested config's attributes
+                    setattr(current, name, copy.deepcopy(item))
+                continue
             if key not in overrides and isinstance(current, (list, tuple)) and isinstance(value, int) and current:
                 # a per-layer list (one width per layer) or a per-stage list (patch sizes, widths)
                 n = after_planned if before and len(current) == before else len(current)
@@ -256,8 +326,8 @@ def shrink(config, table: dict, overrides: dict | None = None) -> None:
                 continue
             if key.startswith(("first_k", "num_dense")):  # leading dense layers: at least one later layer stays MoE
                 setattr(config, key, min(value, after - 1))
-            elif key == "num_kv_shared_layers":  # layers reusing earlier layers' KV: keep some of each
-                setattr(config, key, min(value, after // 2))
+            elif key == "num_kv_shared_layers":  # layers reusing earlier layers' KV: keep some of each (or all)
+                setattr(config, key, after if value >= before else min(value, after // 2))
         for key, value in lists.items():
             if key in overrides or key in table:
                 continue
@@ -370,6 +440,18 @@ def _remap_vision_layer_refs(config, before, ov):
             setattr(config, key, fit(value))
         elif isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
             setattr(config, key, type(value)(fit(v) for v in value))
+    # an adapter's own reference to the tower's layers (molmo2's adapter_config.vision_feature_layer)
+    tower = vision_config(config)
+    for path, sub, role in walk_configs(config):
+        if sub is config or sub is tower:
+            continue
+        for key, value in list(sub.__dict__.items()):
+            if "feature_layer" not in key or key.startswith("_"):
+                continue
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(sub, key, min(fit(value), after - 1))
+            elif isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
+                setattr(sub, key, type(value)(min(fit(v), after - 1) for v in value))
 
 
 def _split(total, parts):
@@ -377,6 +459,40 @@ def _split(total, parts):
     for i in range(total - sum(base)):
         base[-1 - i] += 1
     return base
+
+
+def _sections(total, original):
+    """``total`` split into as many sections as ``original``; sections that were equal stay equal (ernie stacks its
+    height and width sections), in proportion to the original where the even split would break that."""
+    even = _split(total, len(original))
+    if all(even[i] == even[j] for i in range(len(original)) for j in range(len(original)) if original[i] == original[j]):
+        return even
+    whole = sum(original) or 1
+    ideal = [total * v / whole for v in original]
+    out = [int(x) for x in ideal]
+    left = total - sum(out)
+    groups = {}
+    for i, v in enumerate(original):
+        groups.setdefault(v, []).append(i)
+    for v, idx in sorted(groups.items(), key=lambda g: -(ideal[g[1][0]] - out[g[1][0]])):
+        if 0 < len(idx) <= left:
+            for i in idx:
+                out[i] += 1
+            left -= len(idx)
+    out[-1] += left
+    return out
+
+
+def _modeling_default(config, pattern):
+    """A list of ints the modeling file next to the config's class falls back to (``pattern``'s group), or None."""
+    import sys
+
+    path = getattr(sys.modules.get(type(config).__module__), "__file__", "") or ""
+    try:
+        m = re.search(pattern, Path(path.replace("configuration_", "modeling_")).read_text())
+    except OSError:
+        return None
+    return [int(v) for v in m.group(1).split(",") if v.strip()] if m else None
 
 
 def _modeling_mentions(config, word):
@@ -405,9 +521,10 @@ def _fix_rope(config):
         half = int(head_dim * factor) // 2
         section = params.get("mrope_section")
         if isinstance(section, list) and section:
-            params["mrope_section"] = _split(half, len(section))
-        elif wants_mrope:
-            params["mrope_section"] = _split(half, 3)
+            params["mrope_section"] = _sections(half, section)
+        elif wants_mrope:  # the modeling code's own default sections (ernie's [22, 22, 20]) when it names one
+            default = _modeling_default(config, r'mrope_section", \[([\d, ]+)\]')
+            params["mrope_section"] = _sections(half, default) if default else _split(half, 3)
     config.rope_parameters = rope
 
 
@@ -450,8 +567,10 @@ def _ints(config):
     return {k: v for k, v in config.__dict__.items() if isinstance(v, int) and not isinstance(v, bool) and not k.startswith("_")}
 
 
-def build_config(model_type: str, ov: dict):
-    """AutoConfig.for_model, every config in the tree shrunk by its role, widths kept consistent."""
+def build_config(model_type: str, ov: dict, text_table: dict | None = None):
+    """AutoConfig.for_model, every config in the tree shrunk by its role, widths kept consistent (the text
+    twins' config too: ``text_table``, and the family's overrides as ``ov["text"]``)."""
+    text_table = TEXT_SHRINK if text_table is None else text_table
     from transformers import AutoConfig
 
     config = AutoConfig.for_model(model_type, **ov.get("config", {}))
@@ -460,7 +579,9 @@ def build_config(model_type: str, ov: dict):
         cls = getattr(spec, "config_class", spec)
         if "vision" in key and config.__dict__.get(key) is None and isinstance(cls, type):
             setattr(config, key, cls())
+    original = snapshot(config)
     _ORIG_IMAGE_SIZE["size"] = _image_size(vision_config(config))
+    _ORIG_IMAGE_SIZE["patch"] = _get(vision_config(config), "patch_size")
     orig_vision_depth = _layer_count(vision_config(config))
     tree = list(walk_configs(config))
     before = {path: _ints(sub) for path, sub, role in tree}
@@ -472,9 +593,9 @@ def build_config(model_type: str, ov: dict):
     )
     for path, sub, role in tree:
         if role == "text" and (path != "config" or top_is_text) and (_has(sub, "hidden_size") or _has(sub, "d_model")):
-            shrink_any(sub, TEXT_SHRINK, ov.get("text"))
+            shrink_any(sub, text_table, ov.get("text"))
             _fix_rope(sub)
-    text_hidden = getattr(main_text, "hidden_size", None) or TEXT_SHRINK["hidden_size"]
+    text_hidden = getattr(main_text, "hidden_size", None) or text_table.get("hidden_size", TEXT_SHRINK["hidden_size"])
     for path, sub, role in tree:
         if role == "vision" and path != "config":
             shrink_any(sub, VISION_SHRINK, ov.get("vision"))
@@ -503,9 +624,12 @@ def build_config(model_type: str, ov: dict):
     for path, sub, role in tree:
         now = _ints(sub)
         for key, old in before[path].items():
-            if (path, key) in pinned or not _is_width(key) or old < 16:
+            into_text = key.endswith(("_dim", "_hidden_size")) and now.get(key) == old and not (
+                set(key.split("_")) & _NOT_WIDTH - {"image", "token"})  # (janus: image_token_embed_dim)
+            if (path, key) in pinned or not (_is_width(key) or into_text and role == "vision") or old < 16:
                 continue
-            if role == "vision" and path != "config" and text_hidden_before and old == text_hidden_before and key not in ("intermediate_size", "hidden_size"):
+            if role == "vision" and path != "config" and text_hidden_before and old == text_hidden_before and key != "intermediate_size":
+                # a vision width equal to the text width stays equal (pix2struct's decoder attends to the encoder's width)
                 setattr(sub, key, text_hidden)
                 continue
             if now.get(key) != old:
@@ -537,8 +661,9 @@ def build_config(model_type: str, ov: dict):
             for key in TO_TEXT_WIDTH:
                 if key in sub.__dict__ and (path, key) not in pinned:
                     setattr(sub, key, text_hidden)
-    _fit_tokens_per_image(config)
-    _remap_vision_layer_refs(config, orig_vision_depth, ov)
+    if vision_config(config) is not config:  # (a text-only config has no tower to refer to)
+        _fit_tokens_per_image(config)
+        _remap_vision_layer_refs(config, orig_vision_depth, ov)
     size = _image_size(vision_config(config))
     for path, sub, role in tree:
         if isinstance(sub.__dict__.get("image_grid_pinpoints"), list) and size and _ORIG_IMAGE_SIZE.get("size"):
@@ -547,7 +672,7 @@ def build_config(model_type: str, ov: dict):
         setattr(config, key, value)
     # a round trip re-runs each config's own derivations (per-layer types, mirrored widths) as loading will
     pinned_keys = {k for part in ("config", "text", "vision") for k in ov.get(part, {})}
-    return rebuilt(config, pinned_keys)
+    return rebuilt(config, original, pinned_keys)
 
 
 def text_configs(config):
@@ -562,7 +687,7 @@ def set_vocab(config, size):
     """Every vocabulary of the language side (vocab_size, and per-layer-input vocabularies) is the twin tokenizer's."""
     for sub in text_configs(config):
         for key, value in list(sub.__dict__.items()):
-            if key.startswith("vocab_size") and isinstance(value, int) and not isinstance(value, bool) and (key == "vocab_size" or value >= size):
+            if "vocab_size" in key and isinstance(value, int) and not isinstance(value, bool) and (key == "vocab_size" or value >= size):
                 setattr(sub, key, size)
 
 
@@ -647,6 +772,7 @@ ONE_VIEW = {
     "do_pan_and_scan": False,
     "use_thumbnail": False,
     "max_image_tiles": 1,
+    "max_crops": 1,
 }
 _ORIG_IMAGE_SIZE: dict = {}
 
@@ -680,7 +806,16 @@ def image_processor_kwargs(ip, config, ov_ip: dict) -> dict:
                 kwargs[attr] = {k: (size if isinstance(v, int) else v) for k, v in cur.items()}
             elif isinstance(cur, int):
                 kwargs[attr] = size
-    for attr, source in (("patch_size", "patch_size"), ("merge_size", "spatial_merge_size"), ("temporal_patch_size", "temporal_patch_size")):
+    patch, old_patch = _get(vc, "patch_size"), _ORIG_IMAGE_SIZE.get("patch")
+    cur = _as_dict(getattr(ip, "size", None))
+    merge = _get(vc, "spatial_merge_size") or 1
+    for unit in (1, merge) if not size and isinstance(patch, int) and isinstance(old_patch, int) and isinstance(cur, dict) and cur else ():
+        if all(v == old_patch * unit for v in cur.values()):
+            # a processor that cuts images into patches (or merged patches) of the tower's size (inkling)
+            kwargs["size"] = {k: patch * unit for k in cur}
+    for attr, source in (("patch_size", "patch_size"), ("encoder_patch_size", "patch_size"), ("vision_patch_size", "patch_size"),
+                         ("merge_size", "spatial_merge_size"),
+                         ("temporal_patch_size", "temporal_patch_size")):
         if getattr(ip, attr, None) is not None and getattr(vc, source, None) is not None:
             value = getattr(vc, source)
             cur = _as_dict(getattr(ip, attr))
@@ -705,7 +840,7 @@ def image_processor_kwargs(ip, config, ov_ip: dict) -> dict:
 
 def sync_image_processor(cls, config, ov_ip: dict):
     """Build an image (or video) processor, then rebuild it sized to the shrunk vision config."""
-    ip = cls()
+    ip = cls(**ov_ip) if ov_ip else cls()
     kwargs = image_processor_kwargs(ip, config, ov_ip)
     if not kwargs:
         return ip
@@ -825,6 +960,8 @@ def processor_kwargs(cls, config, ov):
             kwargs[name] = value
         elif name in _SEQ_NAMES and param.default is None:
             kwargs[name] = _patches(config) or 16  # a first guess; the probe corrects it
+        elif name in ("img_size", "image_size", "tile_size") and _image_size(vision_config(config)):
+            kwargs[name] = _image_size(vision_config(config))  # the edge the processor counts patches over
     kwargs.update(ov.get("processor", {}))
     return kwargs
 
@@ -1058,7 +1195,8 @@ def generate(model, processor, new_tokens=4):
     import torch
 
     inputs = prompt_inputs(processor)
-    inputs = {k: v for k, v in inputs.items()}
+    dtype = next(model.parameters()).dtype  # floats in the model's dtype, as the recipe passes them
+    inputs = {k: (v.to(dtype) if hasattr(v, "is_floating_point") and v.is_floating_point() else v) for k, v in inputs.items()}
     with torch.no_grad():
         out = model.generate(**inputs, max_new_tokens=new_tokens, do_sample=False)
     seq = out.sequences if hasattr(out, "sequences") else out
@@ -1112,7 +1250,7 @@ def _unknown_tokens(text, tok):
 def _image_token_keys(config):
     out = []
     for path, sub, role in walk_configs(config):
-        for key in list(sub.__dict__):
+        for key in list(sub.__dict__) + list(getattr(sub, "attribute_map", {})):  # (molmo2: image_token_id -> image_patch_id)
             if re.fullmatch(r"image_token_(id|index)", key):
                 out.append((sub, key))
     return out
@@ -1187,9 +1325,23 @@ def _probe(model, processor, model_type, config, parts, named, extra, ov):
                         setattr(sub, key, best)
                     model = _make_model(config)
                     continue
+                if inputs is not None and features != tokens:
+                    # another of the processor's tokens is repeated once per feature (llama4's <|patch|>, where
+                    # <|image|> only marks the place): the model's image token is that one
+                    ids = inputs["input_ids"][0].tolist()
+                    specials = set(trial.tokenizer.added_tokens_decoder) - {
+                        trial.tokenizer.bos_token_id, trial.tokenizer.eos_token_id, trial.tokenizer.pad_token_id}
+                    repeated = [i for i in set(ids) if i in specials and ids.count(i) == features]
+                    keys = _image_token_keys(config)
+                    if len(repeated) == 1 and keys and not all(_get(sub, key) == repeated[0] for sub, key in keys):
+                        for sub, key in keys:
+                            setattr(sub, key, repeated[0])
+                        model = _make_model(config)
+                        continue
                 if features == tokens:
                     break  # not a sequence length problem
-                if hasattr(trial, "num_additional_image_tokens"):
+                has_seq = any(isinstance(getattr(trial, n, None), int) for n in _SEQ_NAMES)
+                if hasattr(trial, "num_additional_image_tokens") and not has_seq:
                     ov = {**ov, "processor": {**ov.get("processor", {}),
                           "num_additional_image_tokens": trial.num_additional_image_tokens + features - tokens}}
                 else:
