@@ -103,7 +103,7 @@ def prepare_run(model: str | ModelRef, *, backend: str | Backend | None = None, 
     try:
         return plan_run(model, backend=be, dtype=dtype, trust_remote_code=trust_remote_code, cores=cores)
     except twins.TwinUnavailable as exc:
-        return untested_row(exc.spec.model_id, be, stage="twin", error=str(exc), cause=exc.cause, task=exc.spec.task,
+        return untested_row(exc.spec.model_id, be, stage=exc.stage, error=str(exc), cause=exc.cause, task=exc.spec.task,
                             model_type=exc.spec.model_type, twin_of=exc.spec.model_type,
                             library=recipe.LIBRARY_FOR_TASK.get(exc.spec.task, "transformers"))
 
