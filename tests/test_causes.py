@@ -69,3 +69,17 @@ def test_causes_command_ranks_causes_by_architectures_blocked(tmp_path):
     first = next(i for i, line in enumerate(lines) if guard in line)
     assert lines[first].strip().startswith("3  [compile]") and "cohere2, gemma2, gemma3_text" in lines[first + 1]
     assert "UNTESTED reasons" in proc.stdout and "twin build: x" in proc.stdout
+
+
+def test_a_twin_that_needs_a_missing_package_is_untested_dependency(monkeypatch):
+    from neuronhelpers import harness, twins
+
+    spec = twins.twin_spec("udop") if any(s.key == "udop" for s in twins.architectures()) else twins.twin_spec("llama")
+
+    def unavailable(*args, **kwargs):
+        raise twins.TwinUnavailable(spec, "it needs the package 'pytesseract'", "missing package: pytesseract",
+                                    stage="dependency")
+
+    monkeypatch.setattr(harness, "plan_run", unavailable)
+    row = harness.prepare_run(spec.model_id, backend="cpu")
+    assert (row["result"], row["stage"], row["cause"]) == ("UNTESTED", "dependency", "missing package: pytesseract")
