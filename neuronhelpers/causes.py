@@ -125,9 +125,8 @@ def failure_cause(error_type: str | None, error: str | None, trace: str | None =
     if guard and "recompile" in f"{error_type} {error} {trace}".lower():
         attribute = _INT_GUARD.search(guard)
         owner = owner_of(attribute.group(1)) if attribute else None
-        if owner:
-            return (f"recompile limit: {owner}.{attribute.group(1)} is a Python int guarded on every decode step "
-                    f"(`{guard}`)")[:MAX_LENGTH + 60]
+        if owner:  # the owning class and attribute stay the same across releases; the guard's path does not
+            return f"recompile limit: {owner}.{attribute.group(1)} is a Python int guarded on every decode step"
         return f"recompile limit: guard `{guard}` fails on every decode step"[:MAX_LENGTH]
     message = (error or error_type or "unknown error").split("\n", 1)[0]
     if error_type and message.startswith(f"{error_type}:"):

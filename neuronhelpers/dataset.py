@@ -188,8 +188,8 @@ def recorded_keys(folder) -> set[tuple]:
 
 
 def version_pairs(df) -> list[tuple[str, str, str]]:
-    """The (library, compiler version, library version) pairs in a results frame, newest first (versions are
-    ordered as versions, not as text: 2.14.1 after 2.9.0)."""
+    """The (library, compiler version, library version) pairs in a results frame, newest first: by compiler
+    version, then library version, ordered as versions, not as text (2.14.1 after 2.9.0)."""
     from packaging.version import InvalidVersion, Version
 
     def key(value):
@@ -204,18 +204,31 @@ def version_pairs(df) -> list[tuple[str, str, str]]:
 
 
 def select_pair(df, pair: str | None):
-    """The rows of one version pair: ``"current"`` (this environment's compiler and transformers), ``"newest"``,
-    ``"COMPILER_VERSION,LIBRARY_VERSION"``, or all rows when None. Returns (rows, (compiler, library) or None)."""
+    """The rows of one version pair: ``"current"`` (this environment's compiler, and for each row's library its
+    installed version), ``"newest"`` (the newest compiler, and each library's newest release under it),
+    ``"COMPILER_VERSION,LIBRARY_VERSION"``, or all rows when None.
+    Returns (rows, (compiler version, library version) or None)."""
     if pair is None:
         return df, None
     if pair == "current":
         from . import versions
         from .backends import get_backend
 
-        chosen = (versions.compiler_for(get_backend("auto"))[1], versions.library_version("transformers"))
-    elif pair == "newest":
+        compiler = versions.compiler_for(get_backend("auto"))[1]
+        installed = {lib: versions.library_version(lib) for lib in df["library"].dropna().unique()}
+        mine = df.library.map(installed) == df.library_version
+        return df[(df.compiler_version == compiler) & mine], (compiler, versions.library_version("transformers"))
+    if pair == "newest":  # the newest compiler, and under it each library's newest release
         pairs = version_pairs(df)
-        chosen = (pairs[0][1], pairs[0][2]) if pairs else None
+        if not pairs:
+            return df, None
+        compiler = pairs[0][1]
+        newest = {}
+        for library, compiler_version, library_version in pairs:  # newest first
+            if compiler_version == compiler:
+                newest.setdefault(library, library_version)
+        keep = (df.compiler_version == compiler) & (df.library.map(newest) == df.library_version)
+        return df[keep], (compiler, newest.get("transformers") or next(iter(newest.values())))
     else:
         parts = [p.strip() for p in pair.split(",")]
         if len(parts) != 2:

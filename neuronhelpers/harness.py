@@ -14,7 +14,7 @@ from . import recipe, results, twins, versions
 from .backends import Backend, get_backend
 from .cache import cache_env, cache_files
 from .settings import home
-from .causes import failure_cause, missing_package
+from .causes import failing_guard, failure_cause, missing_package
 from .judge import make_judge
 from .models import ModelRef, resolve_model
 from .network import offline_env
@@ -234,6 +234,9 @@ def classify_failure(outcome: ProcessOutcome, timeout: float) -> dict:
             return {"result": UNTESTED, "stage": "dependency", "cause": f"missing package: {package}", "traceback": trace,
                     "error": f"needs the package '{package}', which is not installed here ({error}): "
                              f"pip install {package}, then run it again"}
+        guard = failing_guard(payload.get("recompile_reasons"))
+        if guard and "recompile" in f"{error} {trace}".lower():
+            error = f"{error} (the guard that kept failing: `{guard}`)"
         return {"result": FAIL, "stage": stage, "error": error, "traceback": trace,
                 "cause": failure_cause(payload.get("error_type"), error, trace, payload.get("recompile_reasons"))}
     tail = outcome.stderr[-20000:]
