@@ -85,6 +85,13 @@ def _fs(url: str):
 
     if "://" not in url:
         url = os.path.abspath(url)
+    elif url.startswith("hf://"):
+        from .errors import UserError
+        from .network import hub_endpoint, hub_reachable
+
+        if not hub_reachable():  # say so in one line, before huggingface_hub's offline error
+            raise UserError(f"cannot reach the Hub ({hub_endpoint()}) for {url}: go online, or give a local folder "
+                            "(`neuronhelpers cache sync FOLDER`)")
     return fsspec.core.url_to_fs(url)
 
 

@@ -113,6 +113,7 @@ TEXT_SHRINK = {
     "num_decoder_layers": 2,
     "d_ff": 128,
     "d_kv": 16,
+    "encoder_hash_byte_group_vocab": 64,  # blt: hashed byte n-gram embeddings
 }
 
 
@@ -160,6 +161,19 @@ TWIN_OVERRIDES: dict[str, tuple[dict, str]] = {
                  "the default config leaves layer_types unset; checkpoints mix conv and full-attention layers"),
     "dots3_note_text": ({"qk_rope_head_dim": 4},
                         "its sliding layers need head_dim == qk_nope + qk_rope (256 = 192 + 64): all three shrunk by 1/16"),
+    "xlstm": ({"hidden_size": 128, "embedding_dim": 128},
+              "its state cache rounds qk_dim = hidden_size * qk_dim_factor (0.5) up to a multiple of 64 and its layers do not: "
+              "a width of 128 keeps them equal, as 4096 does in checkpoints"),
+    "zamba": ({"num_hidden_layers": 4, "layers_block_type": ["linear_attention", "hybrid", "linear_attention", "hybrid"]},
+              "its shared transformer block is tied across the hybrid layers (every 6th in checkpoints): two keep the tie"),
+    # architectures mapped to causal LM that cannot generate text alone: no twin, UNTESTED with this reason
+    "musicgen": ({"no_twin": True}, "MusicgenForCausalLM generates audio codebook tokens (output modality audio), not text"),
+    "musicgen_melody": ({"no_twin": True},
+                        "MusicgenMelodyForCausalLM generates audio codebook tokens (output modality audio), not text"),
+    "gemma4_assistant": ({"no_twin": True}, "a speculative-decoding drafter: its forward needs the target model's inputs_embeds "
+                         "and shared KV states (generate(assistant_model=...)), so it does not generate alone"),
+    "gemma4_unified_assistant": ({"no_twin": True}, "a speculative-decoding drafter: its forward needs the target model's "
+                                 "inputs_embeds and shared KV states (generate(assistant_model=...)), so it does not generate alone"),
     "qwen4_exp_text": ({"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 64,
                         "indexer_compress_ratio": 4},
                        "the default config leaves the QSA indexer (on the indexed-attention layers) unset"),
@@ -448,7 +462,7 @@ def shrunk_config(model_type: str, table: dict, overrides: dict | None = None, *
     ``fixed`` values (token ids; ``vocab_size`` is every vocabulary of the language side)."""
     from .vlm_twins import build_config, set_vocab, text_configs
 
-    config = build_config(model_type, {"text": dict(overrides or {})}, text_table=table)
+    config = build_config(model_type, {"text": dict(overrides or {})}, text_table=table, text_twin=True)
     fixed = dict(fixed)
     if "vocab_size" in fixed:
         set_vocab(config, fixed.pop("vocab_size"))
@@ -496,6 +510,8 @@ def _write_twin_files(spec: TwinSpec, folder: Path) -> None:
 
     if spec.task in library_twins.LIBRARY_TASKS:
         return library_twins.write_twin(spec, folder)
+    if spec.overrides.get("no_twin"):
+        raise ValueError(f"not a text generator on its own: {TWIN_OVERRIDES[spec.model_type][1]}")
     tok = _build_tokenizer(spec.model_type)
     if spec.task == TEXT_GENERATION:
         from transformers import AutoModelForCausalLM

@@ -53,6 +53,7 @@ VISION_SHRINK = {
     "encoder_attention_heads": 2,
     "encoder_ffn_dim": 64,
     "head_dim": 16,
+    "num_blocks": 2,  # conformer blocks (phi4_multimodal's audio encoder)
     # image tokenizers (VQ-VAE) of models that also generate images (janus, chameleon, emu3)
     "base_channels": 32,  # (GroupNorm of 32 groups)
     "latent_channels": 32,
@@ -70,14 +71,18 @@ VLM_OVERRIDES: dict[str, dict] = {
                 "why": "no processor is mapped; the model's own docstring example loads a GLM-4.1V (Glm4vProcessor) processor"},
     "cohere_compass": {"text": {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
                        "why": "the default text config has no per-layer-type rope_parameters (checkpoints carry them)"},
-    "deepseek_ocr2": {"text": {"mlp_layer_types": ["dense", "sparse"]}, "vision": {"downsample_channels": [32, 64]},
+    "deepseek_ocr2": {"text": {"mlp_layer_types": ["dense", "sparse"]},
+                      "vision": {"downsample_channels": [32, 64], "image_size": 384},
+                      "image_processor": {"size": {"height": 384, "width": 384}, "tile_size": 384},
                       "why": "the default text config leaves mlp_layer_types unset (checkpoints list dense/sparse per layer); the "
-                             "SAM neck's last width is the Qwen2 encoder's hidden size (896 in checkpoints)"},
+                             "SAM neck's last width is the Qwen2 encoder's hidden size (896 in checkpoints); its learned queries "
+                             "are fixed at 12x12 (768 px / patch 16 / 4): the twin's 384 px / patch 8 / 4 gives 12x12"},
     "qwen4_exp": {"text": {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 64,
                            "indexer_compress_ratio": 4},
                   "why": "the default text config leaves the QSA indexer (on the indexed-attention layers) unset"},
-    "dots3_note": {"text": {"qk_rope_head_dim": 4},
-                   "why": "its sliding layers need head_dim == qk_nope + qk_rope (256 = 192 + 64): all three shrunk by 1/16"},
+    "dots3_note": {"text": {"qk_rope_head_dim": 4}, "image_processor": {"temporal_patch_size": 1},
+                   "why": "its sliding layers need head_dim == qk_nope + qk_rope (256 = 192 + 64): all three shrunk by 1/16; "
+                          "its tower embeds single frames (Conv2d), so the borrowed Qwen2-VL processor patches one frame"},
     "granite4_vision": {"config": {"deepstack_layer_map": [[-1, 0], [-2, 1]], "spatial_target_layers": [0, 1, 0, 1],
                                    "downsample_rate": "1/2"},
                         "vision": {"hidden_size": 64},
@@ -86,6 +91,30 @@ VLM_OVERRIDES: dict[str, dict] = {
                            "why": "the high-resolution (SAM) branch has its own image size, which the generic sizing does not know"},
     "ernie4_5_vl_moe": {"video_processor": {"draw_on_frames": False},
                         "why": "its video processor draws timestamps with a font it downloads; the twin (images only) does not draw"},
+    "aria": {"vision": {"image_size": 980, "patch_size": 14},
+             "why": "its projector takes exactly 1225 or 4900 patches (490 / 980 px over patch 14), and its processor always "
+                    "resizes to max_image_size 980: the twin keeps that geometry"},
+    "instructblipvideo": {"skip": True, "why": "InstructBLIP-Video takes 4-frame videos only (its processor writes 4 x "
+                          "num_query_tokens video tokens for any input): a single image cannot drive it"},
+    "emu3": {"codebook": {"format": "<|visual token {:06d}|>"}, "extra_tokens": ["<|extra_200|>"],
+             "tokens": {"image_token": "<image>"},
+             "vision": {"channel_multiplier": [1, 1, 1, 2], "hidden_size": 64},
+             "image_processor": {"min_pixels": 64 * 64, "max_pixels": 64 * 64},
+             "why": "its vocabulary_map (the checkpoint's tokenizer vocabulary) names one <|visual token N|> per VQ code, <image> and "
+                    "<|extra_200|> as the end of an image row; its VQ-VAE keeps its 4 stages at half the widths, attention at "
+                    "the last (hidden_size = base * 2); images of 512x512 at least are resized to the 64x64 test image"},
+    "chameleon": {"codebook": {"format": "IMGIMG{}Z", "digits": "ABCDEFGHIJ"},
+                  "why": "its vocabulary_map (the checkpoint's tokenizer vocabulary) names one IMGIMG<code in letters>Z token "
+                         "per VQ code"},
+    "perception_lm": {"vision": {"architecture": "vit_pe_core_tiny_patch16_384",
+                                 "model_args": {"embed_dim": 32, "depth": 2, "num_heads": 2, "img_size": [32, 32]}},
+                      "processor": {"patch_size": 16, "pooling_ratio": 1},
+                      "image_processor": {"tile_size": 32, "max_num_tiles": 1},
+                      "why": "its default vision tower is a resnet50 placeholder without the model_args the projector reads; "
+                             "checkpoints use timm's Perception Encoder (vit_pe_core), here tiny, with the processor's patch "
+                             "size and pooling ratio matching the tower's"},
+    "gemma3n": {"skip": True, "why": "its vision tower is timm's mobilenetv5_300m_enc (294M parameters), chosen by name; timm "
+                "builds it from a fixed block list that model_args cannot shrink"},
     "mllama": {"image_processor": {"max_image_tiles": 4}, "vision": {"vision_output_dim": 192},
                "why": "its tower adds tile embeddings for max_num_tiles (4, fixed by its aspect ratios), so the processor pads to 4 "
                       "tiles; vision_output_dim = hidden_size * (1 + 5 tapped layers) (7680 = 1280 * 6)"},
@@ -544,7 +573,7 @@ def _fit_tokens_per_image(config):
                 setattr(sub, key, patches)
 
 
-_WIDTH_WORDS = {"hidden", "intermediate", "dim", "ffn", "mlp", "channels", "proj", "projection", "projector", "width",
+_WIDTH_WORDS = {"hidden", "intermediate", "dim", "ffn", "mlp", "channels", "channel", "proj", "projection", "projector", "width",
                 "embed", "model", "inner", "size"}
 _NOT_WIDTH = {"image", "img", "patch", "vocab", "position", "positions", "window", "token", "tokens", "seq", "sampling",
               "resolution", "num", "max", "min", "codebook", "offset", "topk", "seed", "chunk", "scale", "extent",
@@ -567,7 +596,7 @@ def _ints(config):
     return {k: v for k, v in config.__dict__.items() if isinstance(v, int) and not isinstance(v, bool) and not k.startswith("_")}
 
 
-def build_config(model_type: str, ov: dict, text_table: dict | None = None):
+def build_config(model_type: str, ov: dict, text_table: dict | None = None, text_twin: bool = False):
     """AutoConfig.for_model, every config in the tree shrunk by its role, widths kept consistent (the text
     twins' config too: ``text_table``, and the family's overrides as ``ov["text"]``)."""
     text_table = TEXT_SHRINK if text_table is None else text_table
@@ -588,11 +617,11 @@ def build_config(model_type: str, ov: dict, text_table: dict | None = None):
     main_text = config.get_text_config() if hasattr(config, "get_text_config") else config
     text_hidden_before = getattr(main_text, "hidden_size", None)
 
-    top_is_text = _has(config, "vocab_size") and (_has(config, "hidden_size") or _has(config, "d_model")) and (
+    top_is_text = text_twin or _has(config, "vocab_size") and (_has(config, "hidden_size") or _has(config, "d_model")) and (
         "text_config" not in (getattr(config, "sub_configs", {}) or {})
     )
     for path, sub, role in tree:
-        if role == "text" and (path != "config" or top_is_text) and (_has(sub, "hidden_size") or _has(sub, "d_model")):
+        if role == "text" and (path != "config" or top_is_text) and (_has(sub, "hidden_size") or _has(sub, "d_model") or sub is config and text_twin):
             shrink_any(sub, text_table, ov.get("text"))
             _fix_rope(sub)
     text_hidden = getattr(main_text, "hidden_size", None) or text_table.get("hidden_size", TEXT_SHRINK["hidden_size"])
@@ -689,6 +718,23 @@ def set_vocab(config, size):
         for key, value in list(sub.__dict__.items()):
             if "vocab_size" in key and isinstance(value, int) and not isinstance(value, bool) and (key == "vocab_size" or value >= size):
                 setattr(sub, key, size)
+
+
+def sync_vocab(config, tok):
+    """set_vocab to the tokenizer's size; a config that carries the tokenizer's vocabulary itself (chameleon's and
+    emu3's vocabulary_map, which maps image codes to tokens) gets the twin tokenizer's."""
+    set_vocab(config, len(tok))
+    for path, sub, role in walk_configs(config):
+        if "vocabulary_map" in sub.__dict__:
+            sub.vocabulary_map = tok.get_vocab()
+
+
+def codebook_tokens(config, spec: dict) -> list[str]:
+    """One token per image code (``spec``: the token's ``format``, and ``digits`` that spell the code's digits)."""
+    size = next((v for path, sub, role in walk_configs(config) for k in ("codebook_size", "num_embeddings")
+                 if isinstance(v := sub.__dict__.get(k), int) and not isinstance(v, bool)), 0)
+    digits = spec.get("digits")
+    return [spec["format"].format("".join(digits[int(c)] for c in str(i)) if digits else i) for i in range(size)]
 
 
 def vision_config(config):
@@ -1176,13 +1222,10 @@ def _first_line(exc):
 
 
 def test_image():
-    import torch
+    """The recipe's test image (a PIL 64x64 gradient), so the probe sees what the eager check will."""
+    from .recipes.transformers_generate import test_image as recipe_image
 
-    ramp = torch.arange(64, dtype=torch.int64)
-    red = (ramp.view(1, 64).expand(64, 64) * 4) % 256
-    green = (ramp.view(64, 1).expand(64, 64) * 4) % 256
-    blue = ((ramp.view(1, 64) + ramp.view(64, 1)) * 2) % 256
-    return torch.stack([red, green, blue]).to(torch.uint8)
+    return recipe_image()
 
 
 def prompt_inputs(processor):
@@ -1275,7 +1318,7 @@ def _probe(model, processor, model_type, config, parts, named, extra, ov):
                     trial = build_processor(model_type, config, parts, named, extra, ov, seq_len=seq_len, placeholder=placeholder)
                     if wire_token_ids(config, trial, named, extra):
                         trial = build_processor(model_type, config, parts, named, extra, ov, seq_len=seq_len, placeholder=placeholder)
-                    set_vocab(config, len(trial.tokenizer))
+                    sync_vocab(config, trial.tokenizer)
                     model = _make_model(config)
                     continue
                 generate(model, trial)
@@ -1287,7 +1330,7 @@ def _probe(model, processor, model_type, config, parts, named, extra, ov):
                     named[asked.group(1)] = _token_for(asked.group(1))
                     trial = build_processor(model_type, config, parts, named, extra, ov, seq_len=seq_len, placeholder=placeholder)
                     wire_token_ids(config, trial, named, extra)
-                    set_vocab(config, len(trial.tokenizer))
+                    sync_vocab(config, trial.tokenizer)
                     model = _make_model(config)
                     continue
                 missing = re.search(r"'(\w+)' object has no attribute '(\w+_token_(?:id|index))'", str(exc))
@@ -1300,7 +1343,7 @@ def _probe(model, processor, model_type, config, parts, named, extra, ov):
                                 extra.append(fresh)
                             trial = build_processor(model_type, config, parts, named, extra, ov, seq_len=seq_len, placeholder=placeholder)
                             setattr(sub, missing.group(2), trial.tokenizer.convert_tokens_to_ids(fresh))
-                            set_vocab(config, len(trial.tokenizer))
+                            sync_vocab(config, trial.tokenizer)
                             model = _make_model(config)
                             break
                     continue
@@ -1422,13 +1465,13 @@ def _build(model_type, folder):
     if "feature_extractor" in attrs:
         parts["feature_extractor"] = build_feature_extractor(model_type, config, ov)
     named: dict[str, str] = dict(ov.get("tokens", {}))
-    extra: list[str] = []
+    extra: list[str] = list(ov.get("extra_tokens", [])) + (codebook_tokens(config, ov["codebook"]) if ov.get("codebook") else [])
     processor = build_processor(model_type, config, parts, named, extra, ov)
     if wire_token_ids(config, processor, named, extra):
         processor = build_processor(model_type, config, parts, named, extra, ov)
         wire_token_ids(config, processor, named, extra)
     tok = processor.tokenizer
-    set_vocab(config, len(tok))
+    sync_vocab(config, tok)
     model = _make_model(config)
     n_params = sum(p.numel() for p in model.parameters())
     if n_params > MAX_PARAMS:
