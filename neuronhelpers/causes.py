@@ -19,9 +19,12 @@ from .vocab import FAIL, UNTESTED
 
 MAX_LENGTH = 200
 
-_NUMBER = re.compile(r"(?<![A-Za-z_])\d+(?:\.\d+)?(?![A-Za-z_])")
+_NUMBER = re.compile(r"(?<![\w])\d+(?:\.\d+)?L?(?![\w])")  # 2068L: a C++ long in generated kernels
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-_PATH = re.compile(r"(?:/[\w.\-]+)+/([\w.\-]+\.py)")
+_PATH = re.compile(r"(?:/[\w.\-]+)+/([\w.\-]+\.\w+)")
+# dynamo's size symbols (s77, u0) are numbered per trace; ``N`` covers a signature made before this rule
+_SYMBOL = re.compile(r"(?<![\w])([su])(?:\d+N?|N)(?![\w])")
+_HASH = re.compile(r"(?<![\w])[0-9a-z]{24,}(?![\w])")  # generated file names (inductor's cache keys)
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _GUARD = re.compile(r"^\s*-\s*\d+/\d+:\s*(.+?)\s*(?:#.*)?$", re.M)
 _MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
@@ -33,6 +36,8 @@ def normalise(text: str) -> str:
     """The part of a message that is the same for every model failing this way."""
     text = _ADDRESS.sub("0x…", text)
     text = _PATH.sub(r"\1", text)
+    text = _HASH.sub("…", text)
+    text = _SYMBOL.sub(r"\1N", text)
     text = _NUMBER.sub("N", text)
     return re.sub(r"\s+", " ", text).strip()
 

@@ -22,6 +22,17 @@ def test_the_same_failure_in_two_architectures_has_one_signature():
                              trace_in("gptj", 377))
     assert a == b == "RuntimeError: size of tensor a (N) must match b (N) at dim N @ transformers/models/*/modeling_*.py:forward"
 
+    # found in the catalog: the same failure under two releases differed only by dynamo's symbol numbers and
+    # inductor's generated file names (a false "new cause" in the release diff)
+    pending = "InternalTorchDynamoError: PendingUnbackedSymbolNotFound: Pending unbacked symbols {{u{u}}} not in " \
+              "returned outputs FakeTensor(..., size=(-s{s} + u{u},), dtype=torch.int64)"
+    assert causes.normalise(pending.format(s=1, u=0)) == causes.normalise(pending.format(s=77, u=3)) \
+        == causes.normalise(pending.format(s="7N", u=0))  # a signature recorded before the symbol rule
+    kernel = "RuntimeError: kernel, /home/x/compile-cache/cpu/inductor-2.14.1/{d}/c{h}.main.cpp:56, index out of bounds: 0 <= tmp22 < {n}L"
+    assert causes.normalise(kernel.format(d="v6", h="v6xblblrkehyy5by3s4om7k5tq2wmbq", n=2068)) == \
+        causes.normalise(kernel.format(d="iz", h="izdxfcmxksidpjhijpy6z7sjoqsgjbx", n=4)) == \
+        "RuntimeError: kernel, ….main.cpp:N, index out of bounds: N <= tmp22 < N"
+
 
 def test_a_recompile_limit_is_signed_by_the_guard_and_the_class_that_owns_the_int():
     gemma2 = causes.failure_cause("FailOnRecompileLimitHit", "FailOnRecompileLimitHit: Hard failure", "recompile_limit",
