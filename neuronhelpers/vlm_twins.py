@@ -921,13 +921,24 @@ def build_image_processor(model_type, config, ov):
     return None
 
 
+def torchvision_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torchvision") is not None
+
+
 def build_video_processor(model_type, config, ov):
     from transformers.models.auto.video_processing_auto import (
         VIDEO_PROCESSOR_MAPPING_NAMES,
         video_processor_class_from_name,
     )
 
-    for name in _pick(_mapped(VIDEO_PROCESSOR_MAPPING_NAMES, model_type, config)):
+    names = _pick(_mapped(VIDEO_PROCESSOR_MAPPING_NAMES, model_type, config))
+    if names and not torchvision_installed():
+        # transformers maps no class then (None), which would read as the twin's failure: it is a missing package
+        raise ModuleNotFoundError(f"No module named 'torchvision' (the video processor {names[0]} needs it)",
+                                  name="torchvision")
+    for name in names:
         cls = video_processor_class_from_name(name)
         if cls is not None:
             return sync_image_processor(cls, config, ov.get("video_processor", {}))
