@@ -933,12 +933,11 @@ def build_video_processor(model_type, config, ov):
         video_processor_class_from_name,
     )
 
-    names = _pick(_mapped(VIDEO_PROCESSOR_MAPPING_NAMES, model_type, config))
-    if names and not torchvision_installed():
-        # transformers maps no class then (None), which would read as the twin's failure: it is a missing package
-        raise ModuleNotFoundError(f"No module named 'torchvision' (the video processor {names[0]} needs it)",
-                                  name="torchvision")
-    for name in names:
+    if not torchvision_installed():
+        # transformers maps no video processor then, which would read as the twin's failure: it is a missing package
+        raise ModuleNotFoundError(f"No module named 'torchvision' ({model_type}'s processor takes a video processor, "
+                                  "and transformers' video processors need it)", name="torchvision")
+    for name in _pick(_mapped(VIDEO_PROCESSOR_MAPPING_NAMES, model_type, config)):
         cls = video_processor_class_from_name(name)
         if cls is not None:
             return sync_image_processor(cls, config, ov.get("video_processor", {}))
