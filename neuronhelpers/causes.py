@@ -79,12 +79,17 @@ def failing_guard(reasons: list[str] | None) -> str | None:
     return None
 
 
+def module_installed(name: str) -> bool:
+    """Whether a top-level module can be imported here (without importing it)."""
+    return _importlib_util.find_spec(name) is not None
+
+
 def missing_package(error: str | None, trace: str | None = None) -> str | None:
     """The package a run needed and did not find installed, when that is why it failed; else None."""
     text = f"{error or ''}\n{trace or ''}"
     for match in _MISSING_MODULE.finditer(text):
         top = match.group(1).split(".")[0]
-        if top and _importlib_util.find_spec(top) is None:
+        if top and not module_installed(top):
             return top
     match = _REQUIRES_LIBRARY.search(error or "")
     if match:

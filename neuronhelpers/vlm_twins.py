@@ -921,19 +921,15 @@ def build_image_processor(model_type, config, ov):
     return None
 
 
-def torchvision_installed() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("torchvision") is not None
-
-
 def build_video_processor(model_type, config, ov):
     from transformers.models.auto.video_processing_auto import (
         VIDEO_PROCESSOR_MAPPING_NAMES,
         video_processor_class_from_name,
     )
 
-    if not torchvision_installed():
+    from .causes import module_installed
+
+    if not module_installed("torchvision"):
         # transformers maps no video processor then, which would read as the twin's failure: it is a missing package
         raise ModuleNotFoundError(f"No module named 'torchvision' ({model_type}'s processor takes a video processor, "
                                   "and transformers' video processors need it)", name="torchvision")

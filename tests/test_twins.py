@@ -109,15 +109,11 @@ def test_the_selected_transformers_twins_build_load_back_and_stay_tiny(model_id)
 def test_a_video_processor_without_torchvision_is_a_missing_package_not_a_twin_failure(monkeypatch, tmp_path):
     """Found in the torch 2.13.0 catalog (a CPU wheel with no torchvision): Qwen2-VL-family twins were UNTESTED
     (twin) "needs a 'video_processor' the twin cannot build"; the reason is the missing package."""
-    import importlib.util
-    import types
-
     from neuronhelpers import causes, vlm_twins
 
-    # torchvision is installed here: both places that ask whether it is are told it is not
-    monkeypatch.setattr(vlm_twins, "torchvision_installed", lambda: False)
-    monkeypatch.setattr(causes, "_importlib_util", types.SimpleNamespace(
-        find_spec=lambda name: None if name == "torchvision" else importlib.util.find_spec(name)))
+    # torchvision is installed here: the one place that asks whether a module is installed is told it is not
+    real = causes.module_installed
+    monkeypatch.setattr(causes, "module_installed", lambda name: name != "torchvision" and real(name))
     with pytest.raises(Exception) as caught:
         vlm_twins.build_vlm_twin("qwen2_vl", tmp_path / "twin")
     unavailable = twins._unavailable(twins.twin_spec("qwen2_vl"), caught.value)
