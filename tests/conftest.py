@@ -84,3 +84,29 @@ def result_row(model_id, result="PASS", **overrides):
                    "FAIL": {"stage": "compile", "error": "BackendCompilerFailed: x"}}.get(result, {}))
     values.update(overrides)
     return results.new_row(**values)
+
+
+def imported_modules(source: str) -> set[str]:
+    """The top-level modules a Python source imports (what a rendered run.py needs installed)."""
+    import ast
+
+    modules = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            modules.add(node.module.split(".")[0])
+    return modules
+
+
+def resumed_results(out, models, first, stdout: str):
+    """After a killed sweep was rerun: every model has one row, the rows finished before the kill were kept (not
+    run again), and the rerun ran only the rest. Returns the final results."""
+    from neuronhelpers import dataset
+
+    final = dataset.load_results(out)
+    assert sorted(final.model_id) == sorted(models)  # none missing, none duplicated
+    kept = final.set_index("model_id").loc[list(first.model_id), "timestamp"]
+    assert list(kept) == list(first.set_index("model_id")["timestamp"])  # finished rows were not rerun
+    assert f"{len(models) - len(first)} run now" in stdout
+    return final

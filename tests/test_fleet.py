@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, resumed_results
 from neuronhelpers import dataset, results
 from neuronhelpers.fleet import FleetReport, fits, shortfall, sweep_on_ray, task_request
 
@@ -266,11 +266,7 @@ def test_real_twins_on_the_cluster_and_a_driver_killed_with_sigkill_resumes(clus
 
     rerun = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    final = dataset.load_results(out)
-    assert sorted(final.model_id) == sorted(models)  # none missing, none duplicated
-    kept = final.set_index("model_id").loc[list(first.model_id), "timestamp"]
-    assert list(kept) == list(first.set_index("model_id")["timestamp"])  # finished rows were not rerun
-    assert f"{len(models) - len(first)} run now" in rerun.stdout
+    final = resumed_results(out, models, first, rerun.stdout)
     assert f"ray: {len(models) - len(first)} models as tasks" in rerun.stdout
     for row in final.to_dict("records"):  # real, verified runs
         assert (row["result"], row["verification"]) == ("PASS", "exact"), row["error"]

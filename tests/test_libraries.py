@@ -1,7 +1,6 @@
 """sentence-transformers and diffusers take the transformers path: twin -> plan -> rendered run.py -> subprocess ->
 verification against a CPU eager reference -> row. Their twins, recipes, checks, planning and Selected entries."""
 
-import ast
 import base64
 import json
 import math
@@ -11,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import run_cli
+from conftest import imported_modules, run_cli
 from neuronhelpers import library_twins, recipe, results, twins, vocab
 from neuronhelpers.backends import get_backend
 from neuronhelpers.errors import UserError
@@ -91,12 +90,7 @@ def test_run_py_is_self_contained_stdlib_torch_and_the_library(tmp_path, ref, li
     path = tmp_path / "run.py"
     path.write_text(text)
     py_compile.compile(str(path), doraise=True)
-    modules = set()
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Import):
-            modules |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            modules.add(node.module.split(".")[0])
+    modules = imported_modules(text)
     assert modules - set(sys.stdlib_module_names) == {"torch", module}
     order = [text.index(marker) for marker in ("PARAMS = {", "def main(", "def device_run(", "def load(",
                                                "def reference_run(", "def sharded_run(", "def emit(")]

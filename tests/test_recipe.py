@@ -1,11 +1,11 @@
 """run.py is rendered from the one template, is self-contained, and configures each backend as documented."""
 
-import ast
 import py_compile
 import sys
 
 import pytest
 
+from conftest import imported_modules
 from neuronhelpers import recipe
 from neuronhelpers.backends import get_backend
 from neuronhelpers.models import ModelRef
@@ -25,12 +25,7 @@ def test_rendered_run_py_carries_the_models_parameters(tmp_path):
 
 def test_rendered_run_py_imports_only_stdlib_torch_transformers_and_pillow():
     text = recipe.render_run_py(recipe.recipe_params(VLM, get_backend("cpu")))
-    modules = set()
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Import):
-            modules |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            modules.add(node.module.split(".")[0])
+    modules = imported_modules(text)
     assert modules - set(sys.stdlib_module_names) == {"torch", "transformers", "PIL"}  # pillow: the test image
 
 

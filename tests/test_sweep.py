@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, resumed_results
 from neuronhelpers import dataset
 from neuronhelpers.sweep import cpu_slots, sweep
 
@@ -148,12 +148,8 @@ def test_kill_9_mid_sweep_then_rerun_keeps_finished_rows_and_runs_only_the_rest(
 
     rerun = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    final = dataset.load_results(out)
-    assert sorted(final.model_id) == sorted(models)  # none missing, none duplicated
-    kept = final.set_index("model_id").loc[list(first.model_id), "timestamp"]
-    assert list(kept) == list(first.set_index("model_id")["timestamp"])  # finished rows were not rerun
+    resumed_results(out, models, first, rerun.stdout)
     assert f"sweeping {len(models)} models" in rerun.stdout
-    assert f"{len(models) - len(first)} run now" in rerun.stdout
 
 
 def test_cpu_slots_are_disjoint():
