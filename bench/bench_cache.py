@@ -15,9 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from neuronhelpers import cache, twins
-from neuronhelpers.backends import get_backend
-from neuronhelpers.sweep import sweep
+from neuronhelpers.run import compile_cache as cache
+from neuronhelpers.twins import build as twins
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.sweep.local import sweep
 
 DEFAULT_MODELS = ["tiny/llama", "tiny/qwen3", "tiny/gpt2", "tiny/olmo2"]
 

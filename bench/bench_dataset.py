@@ -11,7 +11,8 @@ import random
 import tempfile
 import time
 
-from neuronhelpers import dataset, results
+from neuronhelpers.store import dataset
+from neuronhelpers.store import schema as results
 
 
 def synthetic(folder: str, rows: int, pairs: int, seed: int = 0) -> list[str]:

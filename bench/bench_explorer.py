@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_dataset import synthetic, synthetic_args  # noqa: E402
 
-from neuronhelpers import dataset  # noqa: E402
-from neuronhelpers.explorer import Explorer  # noqa: E402
+from neuronhelpers.store import dataset  # noqa: E402
+from neuronhelpers.ui.explorer import Explorer  # noqa: E402
 
 
 def timed(action) -> float:

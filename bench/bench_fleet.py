@@ -40,7 +40,7 @@ def cli_sweep(models, out: Path, *extra) -> float:
 
 
 def run_stats(out: Path) -> str:
-    from neuronhelpers.dataset import load_results
+    from neuronhelpers.store.dataset import load_results
 
     df = load_results(out)
     return (f"mean run.py {df.wall_s.mean():.1f} s, compile {df.compile_s.mean():.1f} s, "
@@ -48,7 +48,7 @@ def run_stats(out: Path) -> str:
 
 
 def rows(out: Path) -> dict:
-    from neuronhelpers.dataset import load_results
+    from neuronhelpers.store.dataset import load_results
 
     df = load_results(out).set_index("model_id")
     return {m: {c: (list(v) if hasattr(v, "__len__") and not isinstance(v, str) else v)

@@ -21,10 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from neuronhelpers import runner, twins
-from neuronhelpers.backends import get_backend
-from neuronhelpers.cache import cache_env
-from neuronhelpers.sweep import sweep
+from neuronhelpers.run import process as runner
+from neuronhelpers.twins import build as twins
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.run.compile_cache import cache_env
+from neuronhelpers.sweep.local import sweep
 
 MODELS = ["tiny/llama", "tiny/qwen3", "tiny/gpt2", "tiny/olmo2", "tiny/qwen2", "tiny/smollm3", "tiny/granite",
           "tiny/phi3"]

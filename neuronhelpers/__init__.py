@@ -23,7 +23,7 @@ __version__ = "0.2.0"  # the one source: pyproject reads it, every row records i
 
 
 def load_results(path, *, validate: bool = True):
-    """Read a results dataset (local folder or hf://datasets/...): see neuronhelpers.dataset.load_results."""
-    from .dataset import load_results as _load
+    """Read a results dataset (local folder or hf://datasets/...): see neuronhelpers.store.dataset.load_results."""
+    from neuronhelpers.store.dataset import load_results as _load
 
     return _load(path, validate=validate)

@@ -38,7 +38,7 @@ def pytest_configure(config):
 
 def machine_kind() -> str:
     """What this machine is: neuron (a neuron device), cuda (a GPU) or cpu."""
-    from neuronhelpers.backends import neuron_device_present
+    from neuronhelpers.core.backends import neuron_device_present
 
     if neuron_device_present():
         return "neuron"
@@ -75,7 +75,7 @@ def run_cli(*args, env=None, timeout=900):
 def result_row(model_id, result="PASS", **overrides):
     """A valid result row for dataset tests: CPU/inductor 2.13.0, transformers 5.23.0; PASS is exact,
     FAIL failed at compile. Any column can be overridden."""
-    from neuronhelpers import results
+    from neuronhelpers.store import schema as results
 
     values = dict(model_id=model_id, task="text-generation", result=result, neuron_cores=1, parallelism="none",
                   backend="cpu", compiler="inductor", compiler_version="2.13.0", library="transformers",
@@ -102,7 +102,7 @@ def imported_modules(source: str) -> set[str]:
 def resumed_results(out, models, first, stdout: str):
     """After a killed sweep was rerun: every model has one row, the rows finished before the kill were kept (not
     run again), and the rerun ran only the rest. Returns the final results."""
-    from neuronhelpers import dataset
+    from neuronhelpers.store import dataset
 
     final = dataset.load_results(out)
     assert sorted(final.model_id) == sorted(models)  # none missing, none duplicated

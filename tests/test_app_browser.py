@@ -25,10 +25,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT
-from neuronhelpers import dataset, recipe, results
-from neuronhelpers.backends import get_backend
-from neuronhelpers.models import resolve_model
-from neuronhelpers.selected import SELECTED
+from neuronhelpers.store import dataset
+from neuronhelpers.run import render as recipe
+from neuronhelpers.store import schema as results
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.models.resolve import resolve_model
+from neuronhelpers.models.selected import SELECTED
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, result_row
-from neuronhelpers import dataset
+from neuronhelpers.store import dataset
 
 
 def free_port() -> int:

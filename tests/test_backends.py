@@ -2,9 +2,9 @@
 
 import pytest
 
-from neuronhelpers import versions
-from neuronhelpers.backends import BACKENDS, detect_backend, get_backend
-from neuronhelpers.errors import UserError
+from neuronhelpers.core import versions
+from neuronhelpers.core.backends import BACKENDS, detect_backend, get_backend
+from neuronhelpers.core.errors import UserError
 
 
 def test_neuron_backend_uses_neuron_everywhere():

@@ -7,10 +7,10 @@ import fsspec
 import pytest
 
 from conftest import run_cli
-from neuronhelpers import cache
-from neuronhelpers.backends import get_backend
-from neuronhelpers.errors import UserError
-from neuronhelpers.harness import run_model
+from neuronhelpers.run import compile_cache as cache
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.run.harness import run_model
 
 CPU = get_backend("cpu")
 

@@ -2,9 +2,10 @@
 ranks them by how many architectures they block; a missing package makes a row UNTESTED, not FAIL."""
 
 from conftest import result_row, run_cli
-from neuronhelpers import causes, dataset
-from neuronhelpers.harness import classify_failure
-from neuronhelpers.runner import ProcessOutcome
+from neuronhelpers.verdict import causes
+from neuronhelpers.store import dataset
+from neuronhelpers.run.harness import classify_failure
+from neuronhelpers.run.process import ProcessOutcome
 
 RECOMPILE = ["Recompiling function forward in /x/modeling_gemma2.py:400\n    triggered by the following guard failure(s):\n"
              "    - 0/{n}: kwargs['past_key_values'].layers[0].cumulative_length_int == {v}  # cache_utils.py:529"]
@@ -85,7 +86,8 @@ def test_causes_command_ranks_causes_by_architectures_blocked(tmp_path):
 
 
 def test_a_twin_that_needs_a_missing_package_is_untested_dependency(monkeypatch):
-    from neuronhelpers import harness, twins
+    from neuronhelpers.run import harness
+    from neuronhelpers.twins import build as twins
 
     spec = twins.twin_spec("udop") if any(s.key == "udop" for s in twins.architectures()) else twins.twin_spec("llama")
 

@@ -8,8 +8,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import result_row
-from neuronhelpers import card, dataset, results, vocab
-from neuronhelpers.errors import UserError
+from neuronhelpers.store import card
+from neuronhelpers.store import dataset
+from neuronhelpers.store import schema as results
+from neuronhelpers.core import vocab
+from neuronhelpers.core.errors import UserError
 
 
 def row(model_id, result="PASS", **overrides):

@@ -7,10 +7,10 @@ import sys
 import pytest
 
 from conftest import run_cli
-from neuronhelpers import twins
-from neuronhelpers.harness import run_model
-from neuronhelpers.models import resolve_model
-from neuronhelpers.runner import last_json_line
+from neuronhelpers.twins import build as twins
+from neuronhelpers.run.harness import run_model
+from neuronhelpers.models.resolve import resolve_model
+from neuronhelpers.run.process import last_json_line
 
 
 @pytest.fixture(scope="module")

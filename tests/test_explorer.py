@@ -14,9 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import result_row
-from neuronhelpers import dataset, explorer, hub, vocab
-from neuronhelpers.explorer import Explorer, render_detail_html, sort_table, view_summary, view_table
-from neuronhelpers.selected import SELECTED
+from neuronhelpers.store import dataset
+from neuronhelpers.ui import explorer
+from neuronhelpers.models import rankings as hub
+from neuronhelpers.core import vocab
+from neuronhelpers.ui.explorer import Explorer, render_detail_html, sort_table, view_summary, view_table
+from neuronhelpers.models.selected import SELECTED
 
 XSS_SCRIPT = "<script>alert('pwned')</script>"
 XSS_IMG = '<img src=x onerror="alert(1)">'
@@ -446,7 +449,7 @@ def test_a_notebook_exported_to_html_offline_says_why_the_explorer_is_not_intera
     folder = tmp_path / "results"
     dataset.append_rows(folder, [row("tiny/llama", twin_of="llama")])
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        f"from neuronhelpers.explorer import explore\nexplore({str(folder)!r})")])
+        f"from neuronhelpers.ui.explorer import explore\nexplore({str(folder)!r})")])
     NotebookClient(nb, timeout=300, kernel_name="python3").execute()
     outputs = nb.cells[0].outputs
     assert [sorted(o.data) for o in outputs] == [["application/vnd.jupyter.widget-view+json", "text/plain"],

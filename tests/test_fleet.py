@@ -19,8 +19,9 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT, resumed_results
-from neuronhelpers import dataset, results
-from neuronhelpers.fleet import FleetReport, fits, shortfall, sweep_on_ray, task_request
+from neuronhelpers.store import dataset
+from neuronhelpers.store import schema as results
+from neuronhelpers.sweep.fleet import FleetReport, fits, shortfall, sweep_on_ray, task_request
 
 OBJECT_STORE = 100 * 2**20
 
@@ -62,8 +63,8 @@ def stand_in(delay: float = 0.5, marks: str | None = None, doomed: str | None = 
     def work(model, *, backend, cores, timeout, memory_limit_bytes):
         import ray
 
-        from neuronhelpers import versions
-        from neuronhelpers.harness import prepare_run
+        from neuronhelpers.core import versions
+        from neuronhelpers.run.harness import prepare_run
 
         node = ray.get_runtime_context().get_node_id()
         if marks:
@@ -79,7 +80,7 @@ def stand_in(delay: float = 0.5, marks: str | None = None, doomed: str | None = 
 
 
 def test_request_and_feasibility_by_planned_cores():
-    from neuronhelpers.backends import get_backend
+    from neuronhelpers.core.backends import get_backend
 
     planned = SimpleNamespace(plan=SimpleNamespace(cores=8, weight_bytes=10**9))
     neuron = task_request(planned, get_backend("neuron"))
@@ -93,7 +94,7 @@ def test_request_and_feasibility_by_planned_cores():
 
 
 def test_without_ray_the_option_is_one_line_that_says_how_to_install(monkeypatch, capsys, tmp_path):
-    from neuronhelpers import cli
+    from neuronhelpers.cli import main as cli
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
     assert cli.main(["sweep", "tiny/qwen2", "--out", str(tmp_path), "--ray", "local"]) == 2
@@ -105,7 +106,7 @@ def test_without_ray_the_option_is_one_line_that_says_how_to_install(monkeypatch
 def test_models_land_on_nodes_with_the_cores_their_plan_asks_for(cluster, tmp_path, monkeypatch):
     """Models planned on 2 cores run on the 2-core node only (the 1-core node stays idle); the driver appends each
     row once; a second sweep submits nothing. (Real runs through the harness: the SIGKILL test below.)"""
-    from neuronhelpers.harness import plan_run
+    from neuronhelpers.run.harness import plan_run
 
     weights = plan_run("tiny/llama", backend="cpu").plan.weight_bytes
     monkeypatch.setenv("NEURONHELPERS_CORE_GIB", str(weights / 1.5 / 0.8 / 2**30))  # these twins need 2 cores (TP)
@@ -127,7 +128,7 @@ def test_models_land_on_nodes_with_the_cores_their_plan_asks_for(cluster, tmp_pa
 
 
 def test_a_model_needing_more_cores_than_any_node_is_an_untested_row_not_a_hang(cluster, tmp_path, monkeypatch):
-    from neuronhelpers.harness import plan_run
+    from neuronhelpers.run.harness import plan_run
 
     weights = plan_run("tiny/llama", backend="cpu").plan.weight_bytes
     monkeypatch.setenv("NEURONHELPERS_CORE_GIB", str(weights / 1.5 / 0.8 / 2**30))  # 2 cores: 2 CPUs on CPU
@@ -237,7 +238,7 @@ def _run_processes_under_ray_workers() -> set[int]:
         return False
 
     return {pid for pid, (_, cmd) in procs.items()
-            if ("neuronhelpers.forkserver" in cmd or "run.py" in cmd) and under_worker(pid)}
+            if ("neuronhelpers.run.forkserver" in cmd or "run.py" in cmd) and under_worker(pid)}
 
 
 def test_real_twins_on_the_cluster_and_a_driver_killed_with_sigkill_resumes(cluster, tmp_path):

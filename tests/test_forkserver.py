@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from neuronhelpers import runner
+from neuronhelpers.run import process as runner
 
 SCRIPT = """
 import json, os, sys

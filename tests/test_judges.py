@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from neuronhelpers import judge as judge_mod
-from neuronhelpers import network, recipe, twins
-from neuronhelpers.errors import UserError
-from neuronhelpers.judge import DEFAULT_JUDGE_MODEL, JUDGE_MODEL_ENV, LexicalJudge, LMJudge, make_judge
+from neuronhelpers.verdict import judge as judge_mod
+from neuronhelpers.core import network
+from neuronhelpers.run import render as recipe
+from neuronhelpers.twins import build as twins
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.verdict.judge import DEFAULT_JUDGE_MODEL, JUDGE_MODEL_ENV, LexicalJudge, LMJudge, make_judge
 
 HELD_OUT = [
     "My grandmother kept her recipes in a tin box, and every winter she baked ginger cookies for the whole family.",

@@ -11,14 +11,18 @@ import sys
 import pytest
 
 from conftest import imported_modules, run_cli
-from neuronhelpers import library_twins, recipe, results, twins, vocab
-from neuronhelpers.backends import get_backend
-from neuronhelpers.errors import UserError
-from neuronhelpers.harness import run_model
-from neuronhelpers.models import ModelRef, resolve_model
-from neuronhelpers.plan import one_variant, pipeline_parameters, plan_model
-from neuronhelpers.runner import last_json_line
-from neuronhelpers.verify import verify_outputs
+from neuronhelpers.twins import libraries as library_twins
+from neuronhelpers.run import render as recipe
+from neuronhelpers.store import schema as results
+from neuronhelpers.twins import build as twins
+from neuronhelpers.core import vocab
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.run.harness import run_model
+from neuronhelpers.models.resolve import ModelRef, resolve_model
+from neuronhelpers.run.plan import one_variant, pipeline_parameters, plan_model
+from neuronhelpers.run.process import last_json_line
+from neuronhelpers.verdict.verify import verify_outputs
 
 EMBEDDING_TWINS = ["tiny/st-bert", "tiny/st-qwen3"]
 DIFFUSION_TWINS = ["tiny/sd-unet", "tiny/pixart-dit"]
@@ -62,7 +66,7 @@ def test_twins_are_real_library_checkpoints_built_offline_and_tiny():
 
 
 def test_a_twin_that_does_not_run_eagerly_is_refused(tmp_path, monkeypatch):
-    from neuronhelpers.recipes import sentence_transformers_encode
+    from neuronhelpers.run.recipes import sentence_transformers_encode
 
     spec = twins.twin_spec("tiny/st-bert")
     folder = tmp_path / "twin"
@@ -133,7 +137,7 @@ def test_embeddings_are_graded_exact_within_tolerance_or_mismatch_with_the_figur
 def test_images_are_graded_by_psnr_and_max_abs_difference():
     import torch
 
-    from neuronhelpers.recipes.diffusers_pipeline import image_payload
+    from neuronhelpers.run.recipes.diffusers_pipeline import image_payload
 
     params = {"dtype": "float32", "library": "diffusers"}
     image = torch.linspace(0, 1, 3 * 8 * 8).reshape(3, 8, 8)
@@ -157,7 +161,7 @@ def test_the_png_in_the_payload_is_a_valid_png_of_the_image():
     import torch
     from PIL import Image
 
-    from neuronhelpers.recipes.diffusers_pipeline import png_base64
+    from neuronhelpers.run.recipes.diffusers_pipeline import png_base64
 
     image = torch.rand(3, 5, 7)
     png = Image.open(io.BytesIO(base64.b64decode(png_base64(image))))
@@ -166,7 +170,7 @@ def test_the_png_in_the_payload_is_a_valid_png_of_the_image():
 
 
 def test_the_card_states_the_tolerances():
-    from neuronhelpers.card import render_card
+    from neuronhelpers.store.card import render_card
 
     card = render_card()
     for dtype, bounds in vocab.EMBEDDING_TOLERANCE.items():
@@ -223,7 +227,7 @@ def test_one_weight_variant_is_counted():
 
 
 def test_the_selected_list_plans_the_new_libraries_from_published_counts():
-    from neuronhelpers.selected import SELECTED, selected_twins
+    from neuronhelpers.models.selected import SELECTED, selected_twins
 
     new = {e.model_id: e for e in SELECTED if e.task in library_twins.LIBRARY_TASKS}
     assert {e.task for e in new.values()} == set(library_twins.LIBRARY_TASKS)

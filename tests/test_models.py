@@ -6,9 +6,9 @@ import shutil
 import pytest
 
 from conftest import run_cli
-from neuronhelpers import twins
-from neuronhelpers.errors import UserError
-from neuronhelpers.models import resolve_model
+from neuronhelpers.twins import build as twins
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.models.resolve import resolve_model
 
 
 def test_twin_resolves_to_a_labelled_ref():
@@ -24,8 +24,8 @@ def test_local_folder_resolves_with_task_from_its_model_type():
 
 def test_a_relative_folder_resolves_to_the_absolute_path_that_run_py_loads(twin_copy, monkeypatch):
     """run.py runs in another working directory: the path it loads must be the one the row names."""
-    from neuronhelpers import recipe
-    from neuronhelpers.backends import get_backend
+    from neuronhelpers.run import render as recipe
+    from neuronhelpers.core.backends import get_backend
 
     monkeypatch.chdir(twin_copy.parent)
     ref = resolve_model("ckpt")

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from conftest import run_cli
-from neuronhelpers import network
+from neuronhelpers.core import network
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_doctor_says_the_hub_is_unreachable(unreachable_hub):
 
 def test_publish_dry_run_offline_answers_at_once_without_retries(unreachable_hub, tmp_path):
     from conftest import result_row
-    from neuronhelpers import dataset
+    from neuronhelpers.store import dataset
 
     dataset.append_rows(tmp_path, [result_row("tiny/llama")])
     start = time.monotonic()

@@ -10,7 +10,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
-from neuronhelpers import plots, results  # noqa: E402
+from neuronhelpers.ui import plots
+from neuronhelpers.store import schema as results  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -17,11 +17,13 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from conftest import result_row, run_cli
 from hub_server import EMPTY_AGENT_REGISTRY, HubServer
-from neuronhelpers import dataset as results_io
-from neuronhelpers import diff, publish, recipe
-from neuronhelpers.backends import get_backend
-from neuronhelpers.errors import UserError
-from neuronhelpers.models import resolve_model
+from neuronhelpers.store import dataset as results_io
+from neuronhelpers.store import diff
+from neuronhelpers.store import publish
+from neuronhelpers.run import render as recipe
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.models.resolve import resolve_model
 
 REPO = "neuronhelpers-test/results"
 SECRET = "hf_THISISNOTAREALTOKENBUTMUSTNEVERBEWRITTEN"

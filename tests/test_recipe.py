@@ -6,9 +6,9 @@ import sys
 import pytest
 
 from conftest import imported_modules
-from neuronhelpers import recipe
-from neuronhelpers.backends import get_backend
-from neuronhelpers.models import ModelRef
+from neuronhelpers.run import render as recipe
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.models.resolve import ModelRef
 
 TEXT = ModelRef("tiny/qwen3", "/twins/qwen3", "text-generation", "qwen3", twin_of="qwen3")
 VLM = ModelRef("tiny/llava", "/twins/llava", "image-text-to-text", "llava", twin_of="llava")
@@ -63,7 +63,7 @@ def test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_ful
     """The recipe's protocol, observed on a real twin: what generate() was asked for, and what it returned."""
     import transformers
 
-    from neuronhelpers.models import resolve_model
+    from neuronhelpers.models.resolve import resolve_model
 
     seen = []
     real_generate = transformers.GenerationMixin.generate

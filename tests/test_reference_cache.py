@@ -2,10 +2,12 @@
 
 import os
 
-from neuronhelpers import recipe, reference, twins
-from neuronhelpers.backends import get_backend
-from neuronhelpers.harness import run_model
-from neuronhelpers.models import resolve_model
+from neuronhelpers.run import render as recipe
+from neuronhelpers.run import reference
+from neuronhelpers.twins import build as twins
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.run.harness import run_model
+from neuronhelpers.models.resolve import resolve_model
 
 
 def test_the_key_follows_the_checkpoint_and_the_parameters(tmp_path):
@@ -25,7 +27,7 @@ def test_the_key_follows_the_checkpoint_and_the_parameters(tmp_path):
 
 
 def test_a_second_run_reuses_the_reference(tmp_path, monkeypatch, isolated_home):
-    from neuronhelpers.cache import cache_dir
+    from neuronhelpers.run.compile_cache import cache_dir
 
     warm = cache_dir(get_backend("cpu"))  # the session's compile cache, to keep this quick
     monkeypatch.setenv("NEURONHELPERS_HOME", str(tmp_path / "home"))

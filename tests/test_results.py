@@ -2,7 +2,8 @@
 
 import pytest
 
-from neuronhelpers import results, vocab
+from neuronhelpers.store import schema as results
+from neuronhelpers.core import vocab
 
 
 def test_seed_columns_exist():

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from conftest import run_cli
-from neuronhelpers.harness import run_model
+from neuronhelpers.run.harness import run_model
 
 FAULTS = Path(__file__).parent / "faults"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, resumed_results
-from neuronhelpers import dataset
-from neuronhelpers.sweep import cpu_slots, sweep
+from neuronhelpers.store import dataset
+from neuronhelpers.sweep.local import cpu_slots, sweep
 
 FAULTS = Path(__file__).parent / "faults"
 
@@ -21,7 +21,7 @@ FAULTS = Path(__file__).parent / "faults"
 def warm_llama():
     """tiny/llama compiled once, so the healthy model of the fault sweep finishes well inside its timeout on a
     busy machine: the fault test is about isolation, not compile speed."""
-    from neuronhelpers.harness import run_model
+    from neuronhelpers.run.harness import run_model
 
     assert run_model("tiny/llama")["result"] == "PASS"
 
@@ -29,7 +29,7 @@ def warm_llama():
 @pytest.mark.parametrize("launcher", ["fork", "spawn"])
 def test_injected_faults_become_classified_rows_and_the_sweep_finishes(tmp_path, monkeypatch, launcher, warm_llama):
     """The same faults under the pre-imported fork server and with a fresh Python per run."""
-    from neuronhelpers import runner
+    from neuronhelpers.run import process as runner
 
     faults = {"tiny/gpt2": "segfault", "tiny/gpt_neox": "hang", "tiny/falcon": "oom", "tiny/granite": "compile"}
     monkeypatch.setenv("PYTHONPATH", str(FAULTS))
@@ -38,7 +38,7 @@ def test_injected_faults_become_classified_rows_and_the_sweep_finishes(tmp_path,
     runner.reset_fork_server()  # a new server, started with this environment
     launched = []
     real_execute = runner.execute
-    monkeypatch.setattr("neuronhelpers.harness.execute",
+    monkeypatch.setattr("neuronhelpers.run.harness.execute",
                         lambda *a, **k: launched.append(real_execute(*a, **k)) or launched[-1])
     models = [*faults, "tiny/llama"]
     start = time.monotonic()
@@ -63,9 +63,9 @@ def test_a_second_sweep_runs_nothing_for_a_relative_folder_and_a_model_planned_o
     """The resume key is the one the row carries (resolved folder path, planned cores): nothing is run twice."""
     import shutil
 
-    from neuronhelpers import twins
-    from neuronhelpers.backends import get_backend
-    from neuronhelpers.harness import plan_run
+    from neuronhelpers.twins import build as twins
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.run.harness import plan_run
 
     shutil.copytree(twins.build_twin("qwen2"), tmp_path / "ckpt")
     monkeypatch.chdir(tmp_path)
@@ -118,8 +118,8 @@ def _stray_processes(marker: str) -> list[int]:
 
 
 def warm_cache():
-    from neuronhelpers.backends import get_backend
-    from neuronhelpers.cache import cache_dir
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.run.compile_cache import cache_dir
 
     return cache_dir(get_backend("cpu"))
 
@@ -160,7 +160,7 @@ def test_cpu_slots_are_disjoint():
 
 
 def test_neuron_jobs_get_disjoint_core_ranges():
-    from neuronhelpers.sweep import neuron_slots
+    from neuronhelpers.sweep.local import neuron_slots
 
     assert neuron_slots(4, total_cores=16) == ["0-3", "4-7", "8-11", "12-15"]
     assert neuron_slots(16, total_cores=16)[:3] == ["0", "1", "2"]
@@ -168,7 +168,7 @@ def test_neuron_jobs_get_disjoint_core_ranges():
 
 
 def test_too_many_jobs_is_a_clear_error():
-    from neuronhelpers.errors import UserError
+    from neuronhelpers.core.errors import UserError
 
     with pytest.raises(UserError, match="--jobs 999 is more than"):
         cpu_slots(999)

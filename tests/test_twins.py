@@ -11,9 +11,9 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
 )
 
-from neuronhelpers import twins
-from neuronhelpers.errors import UserError
-from neuronhelpers.selected import selected_twins
+from neuronhelpers.twins import build as twins
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.models.selected import selected_twins
 
 
 def test_architectures_are_every_causal_lm_and_image_text_to_text_type_of_the_installed_release():
@@ -67,8 +67,8 @@ def test_a_twin_that_cannot_be_built_is_unavailable_with_its_reason_and_remember
 
 
 def test_a_sweep_records_an_architecture_without_a_twin_as_untested_never_fail(tmp_path):
-    from neuronhelpers import dataset
-    from neuronhelpers.sweep import sweep
+    from neuronhelpers.store import dataset
+    from neuronhelpers.sweep.local import sweep
 
     # musicgen is mapped as a causal LM, but its config is an audio model's (text encoder + audio codec):
     # no text-only twin can be built from it with this transformers.
@@ -109,7 +109,8 @@ def test_the_selected_transformers_twins_build_load_back_and_stay_tiny(model_id)
 def test_a_video_processor_without_torchvision_is_a_missing_package_not_a_twin_failure(monkeypatch, tmp_path):
     """Found in the torch 2.13.0 catalog (a CPU wheel with no torchvision): Qwen2-VL-family twins were UNTESTED
     (twin) "needs a 'video_processor' the twin cannot build"; the reason is the missing package."""
-    from neuronhelpers import causes, vlm_twins
+    from neuronhelpers.verdict import causes
+    from neuronhelpers.twins.vision import build as vlm_twins
 
     # torchvision is installed here: the one place that asks whether a module is installed is told it is not
     real = causes.module_installed

@@ -1,6 +1,6 @@
 """Verification: exact match, near-tie at the first divergence, and mismatch."""
 
-from neuronhelpers.verify import compare_tokens, first_divergence
+from neuronhelpers.verdict.verify import compare_tokens, first_divergence
 
 
 def reference(tokens, margins, second=None):

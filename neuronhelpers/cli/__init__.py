@@ -1,0 +1,1 @@
+"""The ``neuronhelpers`` command line and ``neuronhelpers doctor`` (the environment check)."""

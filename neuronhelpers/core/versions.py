@@ -1,0 +1,67 @@
+"""Version detection: the one place that says which torch, transformers, Neuron packages and compiler ran.
+
+Taught in notebook 02 (what a row records) and 05 (releases side by side).
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from neuronhelpers.core.backends import Backend
+
+# Distributions whose versions identify a result (besides the full freeze kept in every row).
+CORE_PACKAGES = ("torch", "transformers", "accelerate", "torch-neuronx", "neuronx-cc", "huggingface-hub")
+
+
+def distribution_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def core_versions() -> dict[str, str | None]:
+    return {name: distribution_version(name) for name in CORE_PACKAGES}
+
+
+def installed_packages() -> str:
+    """Every installed distribution in pip-freeze form (name==version), sorted, one per line."""
+    seen = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name and name.lower() not in seen:
+            seen[name.lower()] = f"{name}=={dist.version}"
+    return "\n".join(seen[key] for key in sorted(seen))
+
+
+def compiler_for(backend: Backend) -> tuple[str, str | None]:
+    """(compiler, version) that compiles graphs on this backend: neuronx-cc on Trainium, inductor (torch's) elsewhere."""
+    if backend.name == "neuron":
+        return "neuronx-cc", distribution_version("neuronx-cc")
+    torch = distribution_version("torch")
+    # The compiler is the same for torch's CPU and CUDA builds ("2.14.1+cu130", "2.13.0+cpu"): the public release.
+    return "inductor", torch.split("+")[0] if torch else None
+
+
+def library_version(library: str = "transformers") -> str | None:
+    return distribution_version(library)
+
+
+# The Neuron SDK release that ships each torch-neuronx (TorchNeuron) release, from the Neuron release notes
+# ("Neuron Component Release Notes"): TorchNeuron 2.14.3.0 and 2.13.3.0 are Neuron 2.33.0.
+TORCH_NEURONX_SDK = {"2.14.3": "2.33.0", "2.13.3": "2.33.0"}
+
+
+def neuron_sdk_release() -> str | None:
+    """The Neuron SDK release in use: NEURON_SDK_VERSION where the container or the user sets it, else the
+    release that ships the installed torch-neuronx; None where no Neuron package is installed."""
+    import os
+
+    explicit = os.environ.get("NEURON_SDK_VERSION")
+    if explicit:
+        return explicit
+    installed = distribution_version("torch-neuronx")
+    if not installed:
+        return None
+    release = ".".join(installed.split("+")[0].split(".")[:3])
+    return TORCH_NEURONX_SDK.get(release)

@@ -1,0 +1,216 @@
+"""Model specs: turn what a person typed (a twin, a local folder, a Hub id) into something run.py can load.
+
+Every check here runs before any process is started, so bad input becomes a one-line error naming
+the model and what to do, not a traceback from deep inside a run.
+
+Taught in notebook 02.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuronhelpers.twins import build as twins
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.vocab import FEATURE_EXTRACTION, IMAGE_TEXT_TO_TEXT, TASKS, TEXT_GENERATION, TEXT_TO_IMAGE
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer_config.json")
+_PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model ready to run: the id its row carries, the path from_pretrained loads, and what it is."""
+
+    model_id: str
+    path: str
+    task: str
+    model_type: str | None
+    twin_of: str | None = None  # the architecture a tiny twin stands in for
+
+    @property
+    def is_twin(self) -> bool:
+        return self.twin_of is not None
+
+
+def is_local_path(model_id: str) -> bool:
+    """A row's model_id that names a folder (an absolute path), not a Hub id or a twin."""
+    return os.path.isabs(model_id) or model_id.startswith(("./", "../", "~"))
+
+
+def task_for_model_type(model_type: str | None) -> str:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    return IMAGE_TEXT_TO_TEXT if model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES else TEXT_GENERATION
+
+
+def resolve_model(model: str, *, task: str | None = None, trust_remote_code: bool = False) -> ModelRef:
+    """Resolve ``tiny/<model_type>``, a local checkpoint folder, or a Hub id; raise UserError when it cannot run."""
+    model = model.strip()
+    if twins.is_twin_id(model):
+        spec = twins.twin_spec(model)
+        path = twins.build_twin(spec.key)
+        return ModelRef(spec.model_id, str(path), spec.task, spec.model_type, twin_of=spec.model_type)
+    if os.path.isdir(model):
+        # The row and the rendered run.py both name the absolute folder: run.py runs in another working
+        # directory, where a relative path would send from_pretrained to the Hub instead.
+        folder = Path(model).resolve()
+        return _checked(model, folder, task, trust_remote_code, model_id=str(folder), path=str(folder))
+    if _HUB_ID.match(model):
+        folder = _hub_snapshot(model)
+        return _checked(model, folder, task, trust_remote_code, model_id=model, path=model)
+    raise UserError(
+        f"unknown model '{model}': give a Hub id (org/name), a local checkpoint folder, or a tiny twin such as tiny/qwen3"
+    )
+
+
+def _hub_snapshot(repo_id: str) -> Path:
+    """The config and tokenizer files of a Hub model: from the local cache, or fetched when the Hub is reachable."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+    )
+
+    patterns = ["config.json", *_TOKENIZER_FILES, *_PROCESSOR_FILES, "special_tokens_map.json", "chat_template.*",
+                *_LIBRARY_FILES]
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=patterns))
+    except GatedRepoError:
+        raise UserError(f"model '{repo_id}' is gated: accept its license on the Hub and log in (hf auth login)") from None
+    except RepositoryNotFoundError:
+        raise UserError(f"model '{repo_id}' was not found on the Hub: check the id (and your token for private models)") from None
+    except LocalEntryNotFoundError:
+        raise UserError(
+            f"model '{repo_id}' is not in the local Hugging Face cache and the Hub cannot be reached: "
+            f"download it where there is network (hf download {repo_id}) or run a twin (tiny/<model_type>)"
+        ) from None
+    except OSError as exc:
+        raise UserError(f"model '{repo_id}' could not be fetched from the Hub ({type(exc).__name__}): check the network") from None
+
+
+# What tells a sentence-transformers model (modules.json) or a diffusers pipeline (model_index.json) from a plain
+# transformers checkpoint, and the configs and tokenizers of their modules / components (in subfolders).
+_LIBRARY_FILES = ("modules.json", "model_index.json", "sentence_bert_config.json", "config_sentence_transformers.json",
+                  "*/config.json", "*/scheduler_config.json", *(f"*/{name}" for name in _TOKENIZER_FILES),
+                  "*/special_tokens_map.json")
+# A diffusers pipeline's architecture, named after its denoiser (twins use the same names: tiny/sd-unet is "unet2d").
+DENOISER_TYPES = {"UNet2DConditionModel": "unet2d", "PixArtTransformer2DModel": "pixart",
+                  "FluxTransformer2DModel": "flux", "SD3Transformer2DModel": "sd3", "SanaTransformer2DModel": "sana"}
+
+
+def library_of_folder(folder: Path) -> str:
+    """Which library a checkpoint folder is for: diffusers (model_index.json), sentence-transformers (modules.json),
+    else transformers."""
+    if (folder / "model_index.json").is_file():
+        return "diffusers"
+    if (folder / "modules.json").is_file():
+        return "sentence-transformers"
+    return "transformers"
+
+
+def _read_json(model: str, path: Path) -> dict | list:
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise UserError(f"'{model}': {path.name} is not valid JSON ({exc}); re-download or re-save the checkpoint") from None
+
+
+def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str, path: str | None = None) -> ModelRef:
+    library = library_of_folder(folder)
+    if library == "diffusers":
+        return _checked_pipeline(model, folder, task, trust_remote_code, model_id=model_id, path=path)
+    if library == "sentence-transformers":
+        return _checked_sentence_transformer(model, folder, task, trust_remote_code, model_id=model_id, path=path)
+    config_file = folder / "config.json"
+    if not config_file.is_file():
+        raise UserError(f"'{model}' has no config.json: point at a transformers checkpoint folder (save_pretrained output)")
+    try:
+        config = json.loads(config_file.read_text())
+    except ValueError as exc:
+        raise UserError(f"'{model}': config.json is not valid JSON ({exc}); re-download or re-save the checkpoint") from None
+    model_type = config.get("model_type")
+    _check_remote_code(model, config, trust_remote_code)
+    task = task or task_for_model_type(model_type)
+    if task not in TASKS:
+        raise UserError(f"unknown task '{task}' for '{model}': choose one of {', '.join(TASKS)}")
+    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+        raise UserError(
+            f"'{model}' has no tokenizer (none of {', '.join(_TOKENIZER_FILES)}): save one with tokenizer.save_pretrained into that folder"
+        )
+    if task == IMAGE_TEXT_TO_TEXT and not any((folder / name).is_file() for name in _PROCESSOR_FILES):
+        raise UserError(f"'{model}' is an image-text-to-text model without a processor: save one with processor.save_pretrained")
+    return ModelRef(model_id, path or str(folder), task, model_type)
+
+
+def _checked_sentence_transformer(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str,
+                                  path: str | None) -> ModelRef:
+    """A sentence-transformers folder: modules.json, and a first module holding a transformers config and tokenizer."""
+    modules = _read_json(model, folder / "modules.json")
+    if not isinstance(modules, list) or not modules:
+        raise UserError(f"'{model}': modules.json lists no modules; re-save the model with SentenceTransformer.save")
+    custom = [m.get("type", "") for m in modules if not str(m.get("type", "")).startswith("sentence_transformers.")]
+    if custom and not trust_remote_code:
+        raise UserError(f"'{model}' needs trust_remote_code: its module {custom[0]} lives in the checkpoint, not in "
+                        f"sentence-transformers; read that code, then rerun with --trust-remote-code if you trust it")
+    first = folder / (modules[0].get("path") or "")
+    if not (first / "config.json").is_file():
+        raise UserError(f"'{model}': its first module ({modules[0].get('type')}) has no transformers config.json: "
+                        "only models built on a Transformer module are tested")
+    config = _read_json(model, first / "config.json")
+    _check_remote_code(model, config, trust_remote_code)
+    if not any((first / name).is_file() for name in _TOKENIZER_FILES):
+        raise UserError(f"'{model}' has no tokenizer (none of {', '.join(_TOKENIZER_FILES)}) beside its transformer module")
+    return ModelRef(model_id, path or str(folder), _library_task(model, task, FEATURE_EXTRACTION), config.get("model_type"))
+
+
+def _checked_pipeline(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str,
+                      path: str | None) -> ModelRef:
+    """A diffusers pipeline folder: model_index.json naming a diffusers pipeline class, a denoiser and a tokenizer."""
+    index = _read_json(model, folder / "model_index.json")
+    pipeline = index.get("_class_name") if isinstance(index, dict) else None
+    if not isinstance(pipeline, str) and not trust_remote_code:
+        raise UserError(f"'{model}' needs trust_remote_code: its pipeline class {pipeline} lives in the checkpoint, not in "
+                        f"diffusers; read that code, then rerun with --trust-remote-code if you trust it")
+    components = {name: value for name, value in index.items() if not name.startswith("_")
+                  and isinstance(value, list) and len(value) == 2 and value[0]}
+    denoiser = components.get("transformer") or components.get("unet")
+    if denoiser is None:
+        raise UserError(f"'{model}': {pipeline} has no unet or transformer component: not a text-to-image pipeline")
+    if not any(name.startswith("tokenizer") for name in components):
+        raise UserError(f"'{model}': {pipeline} has no tokenizer component: not a text-to-image pipeline")
+    missing = [name for name in components if not (folder / name).is_dir()]
+    if missing and os.path.isabs(path or str(folder)):  # a local folder must hold its components (the Hub fetches them)
+        raise UserError(f"'{model}' lacks the component folder(s) {', '.join(missing)} that model_index.json names")
+    model_type = DENOISER_TYPES.get(denoiser[1], denoiser[1].lower())
+    return ModelRef(model_id, path or str(folder), _library_task(model, task, TEXT_TO_IMAGE), model_type)
+
+
+def _library_task(model: str, task: str | None, expected: str) -> str:
+    if task not in (None, expected):
+        raise UserError(f"'{model}' is a {expected} model (by its files), not {task}")
+    return expected
+
+
+def _check_remote_code(model: str, config: dict, trust_remote_code: bool) -> None:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    model_type = config.get("model_type")
+    needs_remote = "auto_map" in config and model_type not in CONFIG_MAPPING_NAMES
+    if model_type is None:
+        raise UserError(f"'{model}': config.json has no model_type, so transformers cannot tell its architecture")
+    if model_type not in CONFIG_MAPPING_NAMES and not needs_remote:
+        raise UserError(
+            f"'{model}' has model_type '{model_type}', which the installed transformers does not know: upgrade transformers"
+        )
+    if needs_remote and not trust_remote_code:
+        raise UserError(
+            f"'{model}' needs trust_remote_code: its modeling code lives in the checkpoint, not in transformers; "
+            f"read that code, then rerun with --trust-remote-code if you trust it"
+        )

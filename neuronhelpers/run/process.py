@@ -1,0 +1,196 @@
+"""Run one rendered run.py in its own process tree, with a timeout, and read its one JSON line.
+
+A crash, a hang or an out-of-memory kill becomes a ProcessOutcome the harness classifies; it never
+takes the caller down, and no process of the run outlives it. Runs are forked from a pre-imported fork
+server where that is safe (see forkserver.py), else started as a fresh Python. Taught in notebook 02.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from neuronhelpers.run.recipes.scaffold import die_with_parent
+
+
+@dataclass
+class ProcessOutcome:
+    returncode: int | None
+    timed_out: bool
+    wall_s: float
+    stdout: str
+    stderr: str
+    payload: dict | None = field(default=None)
+    launcher: str = "spawn"  # "fork": forked from the pre-imported fork server
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+
+def last_json_line(stdout: str) -> dict | None:
+    """The run's result: the last stdout line that is a JSON object with an 'ok' key."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict) and "ok" in value:
+                return value
+    return None
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def execute(script: str | None, args: list[str] = (), *, timeout: float, env: dict | None = None,
+            cwd: str | None = None, memory_limit_bytes: int | None = None, cpus: set[int] | None = None,
+            python: str | None = None, module: str | None = None, fork: bool = True) -> ProcessOutcome:
+    """Run ``python script args...`` (or ``python -m module args...``) as its own process tree; kill its whole
+    process group on timeout or return.
+
+    ``cpus`` pins the run to a CPU set (disjoint sets let parallel sweep jobs share a machine);
+    ``memory_limit_bytes`` caps its address space. The run is killed if this process dies. With ``fork``
+    (and no other ``python``), the run is forked from the shared pre-imported fork server when one is
+    enabled and the run's environment allows it; otherwise a fresh Python starts. Both give the same
+    isolation: their own session, timeout, kill and limits.
+    """
+    full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    argv = ["-m", module] if module else [script]
+    server = shared_fork_server() if fork and python is None else None
+    if server is not None and server.accepts(full_env):
+        try:
+            return _execute_forked(server, [*argv, *args], timeout, full_env, cwd, memory_limit_bytes, cpus)
+        except RuntimeError:  # the fork server died: this run, and the next, start fresh processes
+            reset_fork_server()
+
+    def prepare_child():  # runs in the child before exec
+        die_with_parent()  # a killed sweep leaves no run behind
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        if memory_limit_bytes:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [python or sys.executable, *argv, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        env=full_env,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+        preexec_fn=prepare_child,
+    )
+    timed_out = False
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc.pid)
+        stdout, stderr = proc.communicate()
+    finally:
+        _kill_group(proc.pid)  # children the run left behind (e.g. compile workers)
+    wall = time.perf_counter() - start
+    return ProcessOutcome(proc.returncode, timed_out, wall, stdout, stderr, last_json_line(stdout), launcher="spawn")
+
+
+def _execute_forked(server, argv: list[str], timeout: float, env: dict, cwd: str | None,
+                    memory_limit_bytes: int | None, cpus: set[int] | None) -> ProcessOutcome:
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="nh-run-", dir=cwd)
+    out, err = os.path.join(folder, "stdout"), os.path.join(folder, "stderr")
+    start = time.perf_counter()
+    request, pid = server.spawn(argv, env=env, cwd=cwd, stdout=out, stderr=err, cpus=cpus,
+                                memory_limit_bytes=memory_limit_bytes)
+    status = server.wait(request, timeout)
+    timed_out = status is None
+    if timed_out:
+        _kill_group(pid)
+        status = server.wait(request, None)
+    _kill_group(pid)  # children the run left behind (e.g. compile workers)
+    wall = time.perf_counter() - start
+    try:
+        stdout, stderr = (open(path, errors="replace").read() for path in (out, err))
+    finally:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+    returncode = os.waitstatus_to_exitcode(status)
+    return ProcessOutcome(returncode, timed_out, wall, stdout, stderr, last_json_line(stdout), launcher="fork")
+
+
+# ------------------------------------------------------------------------------------------------
+# The shared fork server: started on first use, from a thread that lives as long as this process (Linux
+# sends the parent-death signal when the thread that started a child ends), stopped at exit.
+# ------------------------------------------------------------------------------------------------
+
+FORK_SERVER_ENV = "NEURONHELPERS_FORK_SERVER"  # "0" turns the fork server off (every run starts a fresh Python)
+_server_lock = threading.Lock()
+_server = None
+
+
+def fork_server_enabled() -> bool:
+    return os.environ.get(FORK_SERVER_ENV, "1") != "0"
+
+
+def shared_fork_server():
+    """The process's fork server (started now if needed), or None when it is turned off or cannot start."""
+    global _server
+    if not fork_server_enabled():
+        return None
+    with _server_lock:
+        if _server is not None and _server.alive:
+            return _server
+        from neuronhelpers.run.forkserver import ForkServer
+
+        started: dict = {}
+
+        def keeper(done: threading.Event) -> None:
+            try:
+                started["server"] = ForkServer({**os.environ, "PYTHONUNBUFFERED": "1"}).start()
+            except Exception as exc:  # noqa: BLE001 - without a server every run spawns, as before
+                started["error"] = exc
+            done.set()
+            threading.Event().wait()  # keep this thread (the server's parent) alive for the life of the process
+
+        done = threading.Event()
+        threading.Thread(target=keeper, args=(done,), daemon=True, name="neuronhelpers-fork-server").start()
+        done.wait()
+        _server = started.get("server")
+        if _server is not None:
+            import atexit
+
+            atexit.register(reset_fork_server)
+        return _server
+
+
+def reset_fork_server() -> None:
+    """Stop the shared fork server; the next run starts a new one with the environment of that moment."""
+    global _server
+    with _server_lock:
+        if _server is not None:
+            _server.stop()
+        _server = None

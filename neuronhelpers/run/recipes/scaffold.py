@@ -1,0 +1,226 @@
+"""The scaffold every run.py shares, whatever the library: parameters, main, the JSON line, failure
+classification, peak memory, and the sharded launcher (one process per core, no torchrun).
+
+``neuronhelpers.run.render`` joins it with one library recipe (``recipes/<library>.py``) into a single
+self-contained run.py. The package imports the helpers it needs from here (the runner's parent-death
+signal, the out-of-memory words), so nothing is written twice. Taught in notebooks 02 and 03.
+
+Sections are marked by banner comments (``# ---- name ---``); the renderer places them in reading order.
+"""
+
+# ---- imports ---------------------------------------------------------------------------------------------
+import json
+import os
+import sys
+import time
+import traceback
+
+# ---- parameters --------------------------------------------------------------------------------------------
+# --- parameters (rendered) ---
+PARAMS = {}
+# --- end parameters ---
+
+
+# ---- main --------------------------------------------------------------------------------------------------
+def main(argv):
+    """`python3 run.py` runs on the device (launching one process per core when sharded);
+    `python3 run.py --reference` runs the CPU eager reference. Prints one JSON line."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if "--reference" in argv:
+        result = reference_run(PARAMS)
+    elif PARAMS["cores"] > 1:
+        result = sharded_run(PARAMS)
+    else:
+        result = device_run(PARAMS)
+    result["model_id"] = PARAMS["model_id"]
+    emit(result)
+    return 0 if result["ok"] else 1
+
+
+# ---- sharded launch ----------------------------------------------------------------------------------------
+def sharded_run(params):
+    """Start one process per core, wait for every rank's result; the first failure ends them all."""
+    import multiprocessing
+    import queue
+
+    world = params["cores"]
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    port = free_port()
+    ranks = [context.Process(target=rank_main, args=(r, world, port, params, results)) for r in range(world)]
+    for proc in ranks:
+        proc.start()
+    got, failed_rank = {}, None
+    while len(got) < world and failed_rank is None:
+        try:
+            rank, result = results.get(timeout=0.2)
+        except queue.Empty:
+            dead = [r for r, proc in enumerate(ranks) if r not in got and proc.exitcode not in (None, 0)]
+            if not dead:
+                continue
+            try:  # the dead rank's own report, if it managed to send one before dying
+                rank, result = results.get(timeout=1.0)
+            except queue.Empty:
+                rank, code = dead[0], ranks[dead[0]].exitcode
+                how = f"signal {-code}" if code < 0 else f"exit status {code}"
+                result = failure("run", f"died ({how}) without a result", "RankDied")
+        got[rank] = result
+        if not result["ok"]:
+            failed_rank = rank
+    for proc in ranks:  # done or failed: no rank may outlive the run (one may be stuck in a collective)
+        if proc.is_alive():
+            proc.kill()
+    for proc in ranks:
+        proc.join(timeout=10)
+    if failed_rank is not None:
+        result = dict(got[failed_rank])
+        result.update(error=f"rank {failed_rank}: {result['error']}", failed_rank=failed_rank)
+        return result
+    merged = dict(got[0])
+    merged["peak_memory_per_rank"] = [got[r].get("peak_memory_bytes") for r in range(world)]
+    merged["peak_memory_bytes"] = max(p for p in merged["peak_memory_per_rank"] if p is not None)
+    merged["cores"] = world
+    return merged
+
+
+def rank_main(rank, world, port, params, results):
+    """One rank of a sharded run: join the process group, run, report to the launcher."""
+    die_with_parent()
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
+                      WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world))
+    try:
+        import torch.distributed as dist
+
+        dist.init_process_group(backend=params["dist_backend"], rank=rank, world_size=world)
+        result = device_run(params, rank=rank)
+    except BaseException as exc:  # noqa: BLE001
+        result = failed(exc, "load", {})
+    results.put((rank, result))
+    # Exit without tearing the process group down: the launcher collects results and ends the ranks.
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# ---- helpers ----------------------------------------------------------------------------------------------
+# Words an allocator's error uses when memory ran out (the harness classifies crashed processes with them too).
+MEMORY_WORDS = ("out of memory", "not enough memory", "can't allocate memory", "cannot allocate memory")
+
+
+def emit(payload):
+    """The one JSON line on stdout: the last line, which the harness reads."""
+    sys.stdout.write("\n" + json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+def failure(stage, error, error_type, trace="", timings=None, **extra):
+    """The one shape of a failed result."""
+    return {"ok": False, "stage": stage, "error": error, "error_type": error_type, "traceback": trace,
+            "timings": timings or {}, **extra}
+
+
+def failed(exc, stage, timings, **extra):
+    """A failed result from an exception: its type and the first line of its message (the cause to read
+    first; later lines are usually advice or context), the whole traceback, and the stage."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):  # "backend='inductor' raised:" introduces the cause
+        lines[0] = f"{lines[0]} {lines[1]}"
+    error = f"{type(exc).__name__}: {lines[0][:500]}" if lines else type(exc).__name__
+    trace = "".join(traceback.format_exception(exc))[-20000:]
+    return failure(failure_stage(exc, stage), error, type(exc).__name__, trace, timings, **extra)
+
+
+def failure_stage(exc, stage):
+    """Classify an exception into the stage it failed at: load, compile, run or oom."""
+    import torch
+
+    text = f"{type(exc).__name__}: {exc}".lower()
+    if isinstance(exc, (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))) or any(w in text for w in MEMORY_WORDS):
+        return "oom"
+    if stage in ("load", "reference"):
+        return stage
+    module = type(exc).__module__ or ""
+    if module.startswith(("torch._dynamo", "torch._inductor", "torch_neuronx")) or "compil" in type(exc).__name__.lower():
+        return "compile"
+    return stage
+
+
+def peak_memory_bytes(device):
+    """Peak device memory of this process: the accelerator's allocator, or peak resident memory on CPU."""
+    import torch
+
+    if device.startswith("neuron"):
+        torch.neuron.synchronize()
+        return int(torch.neuron.max_memory_allocated())
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        return int(torch.cuda.max_memory_allocated())
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB
+
+
+def compile_cache_counters():
+    """Inductor's FX-graph cache hits and misses in this process (None where the compiler keeps no such count)."""
+    try:
+        from torch._dynamo.utils import counters
+
+        inductor = counters["inductor"]
+        return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
+    except Exception:  # not inductor, or another torch release
+        return None
+
+
+def dynamo_traced():
+    """Did dynamo trace Python code in this process (False when a warm cache handed it the graph)?"""
+    try:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"]["unique_graphs"]) > 0
+    except Exception:
+        return None
+
+
+class RecompileLog:
+    """Collects dynamo's recompilation reasons (the guard that failed), so a run that hits the recompile
+    limit can say which guard kept failing."""
+
+    def __init__(self):
+        import logging
+
+        self.reasons = []
+        self.handler = logging.Handler()
+        self.handler.emit = lambda record: self.reasons.append(record.getMessage()[:1500])  # the guard comes first
+
+    LOGGER = "torch._dynamo.guards.__recompiles"  # torch's "recompiles" log artifact
+
+    def __enter__(self):
+        import logging
+
+        import torch
+
+        torch._logging.set_logs(recompiles=True)
+        logging.getLogger(self.LOGGER).addHandler(self.handler)
+        return self
+
+    def __exit__(self, *exc):
+        import logging
+
+        logging.getLogger(self.LOGGER).removeHandler(self.handler)
+        return False
+
+
+def die_with_parent():
+    """Linux: SIGKILL this process when its parent dies, so no rank (or run) outlives the process that started it."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

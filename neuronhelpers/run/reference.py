@@ -1,0 +1,84 @@
+"""A local cache of CPU reference results.
+
+The reference (run.py --reference: CPU, eager) depends only on the checkpoint's files, the dtype, the
+prompt, the token count and the torch / transformers versions, never on the compiler. A sweep for a
+new compiler release therefore reuses it instead of loading and running every model on the CPU again.
+The key covers all of those (and the recipe's text), so any change to them runs the reference anew.
+
+Taught in notebook 04.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from neuronhelpers.core.settings import home
+from neuronhelpers.run.render import template_text
+from neuronhelpers.core.versions import distribution_version
+
+# Parameters that say where and how the device run happens: the CPU reference does not depend on them.
+_DEVICE_PARAMS = ("model_id", "backend", "device", "compile_backend", "dist_backend", "cores", "parallelism")
+
+
+def reference_dir() -> Path:
+    return home() / "reference-cache"
+
+
+def checkpoint_identity(path: str) -> str | None:
+    """What identifies a checkpoint's content: file names, sizes and mtimes of a local folder, or the
+    commit of a Hub snapshot in the local HF cache. None when it cannot be told (then nothing is cached)."""
+    if os.path.isdir(path):
+        entries = []
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                stat = os.stat(os.path.join(root, name))
+                entries.append((os.path.relpath(os.path.join(root, name), path), stat.st_size, stat.st_mtime_ns))
+        return hashlib.sha256(json.dumps([os.path.abspath(path), entries]).encode()).hexdigest()
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(path, "config.json")
+    except Exception:  # not a Hub id
+        return None
+    return f"hub:{path}@{Path(cached).parent.name}" if isinstance(cached, str) else None
+
+
+def reference_key(params: dict) -> str | None:
+    identity = checkpoint_identity(params["model_path"])
+    if identity is None:
+        return None
+    library = params.get("library", "transformers")
+    blob = {
+        "checkpoint": identity,
+        "params": {k: v for k, v in params.items() if k not in _DEVICE_PARAMS and k != "model_path"},
+        "torch": distribution_version("torch"),
+        "transformers": distribution_version("transformers"),
+        "library": [library, distribution_version(library)],
+        "recipe": hashlib.sha256(template_text(library).encode()).hexdigest(),
+    }
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def cached_reference(key: str | None) -> dict | None:
+    if key is None:
+        return None
+    path = reference_dir() / f"{key}.json"
+    try:
+        payload = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return payload if payload.get("ok") and payload.get("mode") == "reference" else None
+
+
+def store_reference(key: str | None, payload: dict) -> None:
+    if key is None or not payload.get("ok"):
+        return
+    folder = reference_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{key}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(payload))
+    os.replace(tmp, folder / f"{key}.json")

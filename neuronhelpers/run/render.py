@@ -1,0 +1,154 @@
+"""The recipe: render run.py from the shared scaffold and the library's recipe, and its requirements.txt.
+
+The loading / compile / generate logic lives only in ``recipes/`` (the scaffold every run.py shares, and
+one recipe per library); this module joins them into one self-contained script in reading order and
+fills in the model's parameters. The harness executes exactly the rendered file and keeps its text in the
+row. Taught in notebook 02.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+from neuronhelpers.core import vocab
+from neuronhelpers.core.backends import Backend
+from neuronhelpers.models.resolve import ModelRef
+from neuronhelpers.core.versions import distribution_version
+
+MAX_NEW_TOKENS = 32
+# The fixed batch a sentence-embedding model encodes (feature-extraction): its "prompt".
+SENTENCES = [
+    "A robot learns to paint the sea at night.",
+    "The weather today is mild and the river runs quietly past the old mill.",
+    "Children walk to school while the baker opens his shop.",
+    "How many tokens per second does the model generate after compilation?",
+    "She said that the answer was in the book on the table.",
+    "In the morning the market fills with people who buy bread and flowers.",
+    "Trainium runs the compiled graph on its NeuronCores.",
+    "What colours do you see in this picture?",
+]
+PROMPTS = {
+    vocab.TEXT_GENERATION: "Write a short story about a robot who learns to paint.",
+    vocab.IMAGE_TEXT_TO_TEXT: "Describe this image in one sentence.",
+    vocab.FEATURE_EXTRACTION: SENTENCES,
+    vocab.TEXT_TO_IMAGE: "A robot painting the sea at night, oil on canvas.",
+}
+# Inputs beyond the prompt, per task: every sentence padded to one length (static shapes); the image's seed,
+# denoising steps and size (None: the checkpoint's native size).
+TASK_INPUTS = {
+    vocab.FEATURE_EXTRACTION: {"sequence_length": 64},
+    vocab.TEXT_TO_IMAGE: {"seed": 0, "steps": 4, "image_size": None},
+}
+# The library whose recipe tests a task, and that recipe's file in recipes/.
+LIBRARY_FOR_TASK = {vocab.TEXT_GENERATION: "transformers", vocab.IMAGE_TEXT_TO_TEXT: "transformers",
+                    vocab.FEATURE_EXTRACTION: "sentence-transformers", vocab.TEXT_TO_IMAGE: "diffusers"}
+RECIPE_FILES = {"transformers": "transformers_generate.py", "sentence-transformers": "sentence_transformers_encode.py",
+                "diffusers": "diffusers_pipeline.py"}
+SCAFFOLD_FILE = "scaffold.py"
+
+_PARAMS_BLOCK = re.compile(r"(# --- parameters \(rendered\) ---\n).*?(\n# --- end parameters ---)", re.S)
+_BANNER = re.compile(r"^# ---- (.+?) -*$", re.M)
+_DROP = "# render: drop"
+
+
+def recipe_source(name: str) -> str:
+    return resources.files("neuronhelpers.run.recipes").joinpath(name).read_text()
+
+
+def _sections(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the text before the first banner, [(section name, section text with its banner)])."""
+    text = "\n".join(line for line in text.splitlines() if not line.rstrip().endswith(_DROP)) + "\n"
+    marks = list(_BANNER.finditer(text))
+    preamble = text[: marks[0].start()] if marks else text
+    sections = [(m.group(1), text[m.start(): marks[i + 1].start() if i + 1 < len(marks) else len(text)].rstrip() + "\n")
+                for i, m in enumerate(marks)]
+    return preamble, sections
+
+
+def template_text(library: str = "transformers") -> str:
+    """The run.py of a library with an empty parameters block: scaffold and recipe in reading order."""
+    _, scaffold = _sections(recipe_source(SCAFFOLD_FILE))
+    docstring, recipe = _sections(recipe_source(RECIPE_FILES[library]))
+    shared = dict(scaffold)
+    own = [(name, body) for name, body in recipe if name != "helpers"]
+    helpers = [body for name, body in recipe if name == "helpers"]
+    # The scaffold's helpers follow the recipe's under the one "helpers" banner.
+    scaffold_helpers = shared["helpers"].split("\n", 1)[1].lstrip("\n")
+    parts = [docstring.strip() + "\n", shared["imports"], shared["parameters"], shared["main"],
+             *(body for _, body in own), shared["sharded launch"],
+             *(helpers or [shared["helpers"].split("\n", 1)[0] + "\n"]), scaffold_helpers,
+             'if __name__ == "__main__":\n    sys.exit(main(sys.argv[1:]))\n']
+    return "\n\n".join(part.strip("\n") + "\n" for part in parts)
+
+
+def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None, trust_remote_code: bool = False,
+                  revision: str | None = None, cores: int = 1, parallelism: str = "none") -> dict:
+    """The parameters that make the template this model's run.py."""
+    if (cores > 1) != (parallelism != "none"):
+        raise ValueError(f"{cores} core(s) with parallelism '{parallelism}' is not a plan")
+    library = LIBRARY_FOR_TASK[model.task]
+    generates = library == "transformers"  # generation settings belong to the transformers recipe only
+    params = {
+        "model_id": model.model_id,
+        "model_path": model.path,
+        "task": model.task,
+        "library": library,
+        "backend": backend.name,
+        "device": backend.device,
+        "compile_backend": backend.compile_backend,
+        "dtype": dtype or backend.dtype,
+        "cores": cores,
+        "parallelism": parallelism,
+        "dist_backend": backend.dist_backend,
+        **({"max_new_tokens": MAX_NEW_TOKENS} if generates else {}),
+        "prompt": PROMPTS[model.task],
+        "trust_remote_code": bool(trust_remote_code),
+        "revision": revision,
+        **({"top_k": vocab.NEAR_TIE_TOP_K} if generates else {}),
+    }
+    params.update(TASK_INPUTS.get(model.task, {}))
+    return params
+
+
+def render_run_py(params: dict) -> str:
+    """The standalone run.py for these parameters (see ``recipe_params``)."""
+    block = "PARAMS = {\n" + "".join(f"    {key!r}: {value!r},\n" for key, value in params.items()) + "}"
+    template = template_text(params.get("library", "transformers"))
+    text, count = _PARAMS_BLOCK.subn(lambda m: m.group(1) + block + m.group(2), template, count=1)
+    if count != 1:
+        raise RuntimeError("recipes/scaffold.py lost its parameters block")
+    return text
+
+
+def params_of_run_py(text: str) -> dict:
+    """Read the parameters back out of a rendered run.py (a literal, never executed)."""
+    import ast
+
+    match = _PARAMS_BLOCK.search(text)
+    if not match:
+        raise ValueError("not a neuronhelpers run.py: no parameters block")
+    block = text[match.end(1) : match.start(2)]
+    return ast.literal_eval(block.split("=", 1)[1].strip())
+
+
+def render_requirements(backend: Backend, task: str) -> str:
+    """requirements.txt: what to pip install on top of the Neuron SDK (or next to torch elsewhere)."""
+    def pin(name):
+        version = distribution_version(name)
+        # A local build label (torch's "+cpu") is not on PyPI: pin the public release.
+        return f"{name}=={version.split('+')[0]}" if version else name
+
+    # torchvision is built against one torch: it travels with torch (processors with a video processor need it).
+    torch_family = ["torch"] + (["torchvision"] if task == vocab.IMAGE_TEXT_TO_TEXT and distribution_version("torchvision") else [])
+    lines = []
+    if backend.name == "neuron":
+        lines.append("# Neuron SDK (preinstalled on the Neuron Deep Learning AMI / container): "
+                     + ", ".join(pin(n) for n in (*torch_family, "torch-neuronx", "neuronx-cc")))
+    else:
+        lines += [pin(n) for n in torch_family]
+    lines += [pin(LIBRARY_FOR_TASK[task])] if LIBRARY_FOR_TASK[task] != "transformers" else []
+    lines += [pin("transformers"), pin("accelerate"), pin("safetensors"), pin("tokenizers")]
+    if task == vocab.IMAGE_TEXT_TO_TEXT:
+        lines.append(pin("pillow"))
+    return "\n".join(lines) + "\n"

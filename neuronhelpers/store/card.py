@@ -1,0 +1,130 @@
+"""The dataset card (README.md with Hub YAML metadata), generated from the vocabulary and schema in code.
+
+Taught in notebook 05.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from neuronhelpers.store import dataset
+from neuronhelpers.store import schema as results
+from neuronhelpers.core import vocab
+from neuronhelpers.run.render import MAX_NEW_TOKENS, SENTENCES, TASK_INPUTS
+
+
+def render_card(title: str = "neuronhelpers results: Hugging Face models on AWS Trainium") -> str:
+    def table(mapping: dict) -> str:
+        return "\n".join(f"| `{key}` | {text} |" for key, text in mapping.items())
+
+    columns = "\n".join(f"| `{name}` | {typ} | {text} |" for name, typ, text in results.COLUMNS)
+    ties = ", ".join(f"{dtype}: {margin:g}" for dtype, margin in vocab.NEAR_TIE_MARGIN.items())
+    embedding_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_cosine']:g}"
+                                 for dtype, b in vocab.EMBEDDING_TOLERANCE.items())
+    image_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_psnr_db']:g} dB"
+                             for dtype, b in vocab.IMAGE_TOLERANCE.items())
+    encode, draw = TASK_INPUTS[vocab.FEATURE_EXTRACTION], TASK_INPUTS[vocab.TEXT_TO_IMAGE]
+    return f"""---
+license: apache-2.0
+pretty_name: neuronhelpers results
+tags:
+- aws-trainium
+- neuron
+- torch-compile
+- model-compatibility
+configs:
+- config_name: default
+  data_files:
+  - split: train
+    path: {dataset.DATA_DIR}/*.parquet
+---
+
+# {title}
+
+Does a Hugging Face model run unmodified on AWS Trainium? Each row is one model tested with the
+neuronhelpers recipe, on one compiler version and one transformers version.
+
+## Tasks
+
+| task | what is tested |
+| --- | --- |
+{table(vocab.TASKS)}
+
+## Test protocol
+
+1. `from_pretrained` loads the checkpoint (never with `trust_remote_code` unless a person asked for it).
+2. The model is placed on the fewest cores whose memory holds its weights (`neuron_cores`; at most 16).
+3. `generate()` produces {MAX_NEW_TOKENS} greedy tokens from a fixed prompt (a chat template and a generated
+   test image for image-text-to-text models) with a static KV cache, compiled with
+   `torch.compile(backend=..., fullgraph=True, dynamic=False)`: `neuron` on Trainium, `inductor` elsewhere.
+4. The tokens are checked against a CPU eager run of the same checkpoint, dtype and prompt
+   (a judge checks the text when no CPU reference is affordable). Near-tie tolerance on the reference's
+   top-1/top-2 logit margin, by dtype: {ties}; the device's token must be in the reference's top {vocab.NEAR_TIE_TOP_K}.
+
+Sentence-embedding models (`feature-extraction`, sentence-transformers) and diffusion pipelines (`text-to-image`,
+diffusers) take the same steps with their own call, one core each: `SentenceTransformer(...)` with its transformer
+module compiled encodes a fixed batch of {len(SENTENCES)} sentences padded to {encode['sequence_length']} tokens; a pipeline loaded
+with `from_pretrained`, its denoiser and VAE decoder compiled, draws one image in {draw['steps']} steps from a fixed prompt and
+seed (CPU noise: the same latents everywhere) at the checkpoint's native size. Their outputs are compared as numbers
+with the CPU reference: `exact` when bitwise equal, `within_tolerance` when within both bounds for the dtype, else FAIL
+at `mismatch`; `tolerance`, `max_abs_diff` and `min_cosine` / `psnr_db` record the figures. Embeddings (max abs
+difference / lowest cosine similarity): {embedding_bounds}. Images, pixels in [0, 1] (max abs difference / lowest
+PSNR): {image_bounds}.
+
+Rows whose `model_id` starts with `tiny/` are **tiny twins**: the architecture's real transformers code with
+shrunk dimensions and random weights. They show whether an architecture compiles; they say nothing about the
+real checkpoints of that architecture.
+
+Every row carries the exact `run_py` that ran and its `requirements`: save them and run `python3 run.py`.
+
+## Results
+
+| value | meaning |
+| --- | --- |
+{table(vocab.RESULTS)}
+
+## Stages (why a FAIL failed)
+
+| stage | meaning |
+| --- | --- |
+{table(vocab.STAGES)}
+
+## Untested reasons (why no verdict was reached)
+
+An UNTESTED row is neither a PASS nor a FAIL: the test could not reach a verdict about the model where it
+ran, for a reason that is not the model's. Its `stage` column says which:
+
+| stage | meaning |
+| --- | --- |
+{table(vocab.UNTESTED_STAGES)}
+
+## Verification (how a PASS was established)
+
+| verification | meaning |
+| --- | --- |
+{table(vocab.VERIFICATIONS)}
+
+## Layout
+
+One Parquet file per (compiler version, library, library version) pair:
+`{dataset.DATA_DIR}/<compiler>-<compiler_version>__<library>-<library_version>.parquet`.
+
+```python
+import pandas as pd
+df = pd.read_parquet("{dataset.DATA_DIR}")   # or "hf://datasets/<namespace>/<name>/{dataset.DATA_DIR}"
+df[df.model_id == "Qwen/Qwen3-0.6B"][["neuronx_cc", "library", "library_version", "neuron_cores", "result"]]
+```
+
+## Columns
+
+| column | type | meaning |
+| --- | --- | --- |
+{columns}
+"""
+
+
+def write_card(folder: str | Path) -> Path:
+    path = Path(folder) / "README.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_card())
+    return path

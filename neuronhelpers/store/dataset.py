@@ -1,0 +1,240 @@
+"""The results dataset on disk (or on the Hub): one Parquet file per (compiler version, library, library version).
+
+Writes are atomic (a temporary file renamed into place), so a reader or a killed sweep never sees half a
+file. Reading unifies every file with the current schema: columns a file lacks (an older harness, or
+another tool that writes only the published columns) read as null. A damaged or foreign file is named
+and skipped; a value outside the vocabulary is kept and named in one warning per file. Taught in
+notebook 01; the row schema itself is ``results.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import warnings
+from pathlib import Path
+
+import pyarrow as pa
+
+from neuronhelpers.store import schema as results
+from neuronhelpers.core import vocab
+from neuronhelpers.core.errors import UserError
+
+DATA_DIR = "data"
+# The columns of the published catalog: a file with these (and nothing else of ours) is a results file.
+SEED_COLUMNS = ("model_id", "neuronx_cc", "library", "library_version", "neuron_cores", "result", "error")
+# A file must at least say which model and what happened to be read as results.
+REQUIRED_COLUMNS = ("model_id", "result")
+
+
+class DatasetWarning(UserWarning):
+    pass
+
+
+def _safe(part) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(part))
+
+
+def version_pair_file(row: dict) -> str:
+    """Relative path of the Parquet file a row belongs to: data/<compiler>-<version>__<library>-<version>.parquet."""
+    compiler = f"{row.get('compiler') or 'unknown'}-{row.get('compiler_version') or 'unknown'}"
+    library = f"{row.get('library') or 'transformers'}-{row.get('library_version') or 'unknown'}"
+    return f"{DATA_DIR}/{_safe(compiler)}__{_safe(library)}.parquet"
+
+
+def write_table_atomic(table: pa.Table, path) -> None:
+    """Write a Parquet file under a temporary name, then rename: readers never see a partial file."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def append_rows(folder, rows: list[dict]) -> list[str]:
+    """Add rows to their version-pair files in ``folder`` (read, concatenate, atomic rewrite); returns files touched.
+
+    A row replaces an earlier row with the same resume key, so a rerun (--rerun) never duplicates.
+    """
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    by_file: dict[str, list[dict]] = {}
+    for row in rows:
+        by_file.setdefault(version_pair_file(row), []).append(results.new_row(**row) if set(row) != set(results.COLUMN_NAMES) else row)
+    for rel, new in by_file.items():
+        path = folder / rel
+        fresh = results.rows_to_table(new)
+        if path.exists():
+            old = conform(pq.read_table(path))
+            keys = [results.resume_key(r) for r in new]
+            old_keys = zip(*(old.column(k).to_pylist() for k in results.RESUME_KEY))
+            mask = [not any(results.replaces(key, tuple(v)) for key in keys) for v in old_keys]
+            fresh = pa.concat_tables([old.filter(pa.array(mask, type=pa.bool_())), fresh])
+        write_table_atomic(fresh, path)
+    return sorted(by_file)
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """Cast a table to the current schema: columns it lacks (older harness versions, other tools) read as null."""
+    columns = []
+    for field in results.SCHEMA:
+        if field.name in table.column_names:
+            columns.append(table.column(field.name).cast(field.type))
+        else:
+            columns.append(pa.nulls(table.num_rows, type=field.type))
+    return pa.Table.from_arrays(columns, schema=results.SCHEMA)
+
+
+def _list_parquet(path: str):
+    """(filesystem, [file paths]) for a local folder or an hf://datasets/... path."""
+    if path.startswith("hf://"):
+        from huggingface_hub import HfFileSystem
+
+        fs = HfFileSystem()
+        return fs, sorted(p for p in fs.glob(path.rstrip("/") + "/**/*.parquet"))
+    files = []
+    for root, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files += [os.path.join(root, n) for n in sorted(names) if n.endswith(".parquet") and not n.startswith(".")]
+    return None, files
+
+
+def off_vocabulary(table: pa.Table) -> list[str]:
+    """The distinct values of a (conformed) table that the vocabulary does not know, as 'column value' strings."""
+    problems = []
+    for kind in ("result", "stage", "verification"):
+        for value in sorted({v for v in table.column(kind).to_pylist() if v is not None}):
+            try:
+                vocab.check_value(kind, value)
+            except vocab.VocabularyError:
+                problems.append(f"{kind} {value!r}")
+    return problems
+
+
+def load_results_file(name, *, filesystem=None, validate: bool = True) -> pa.Table:
+    """One results Parquet file, conformed to the current schema; raises when it is unreadable or not results.
+
+    With ``validate``, a value outside the vocabulary raises (publishing and contributing refuse such files).
+    """
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(name, filesystem=filesystem) if filesystem else pq.read_table(name)
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise ValueError(f"not a results file (no {', '.join(missing)} column)")
+    table = conform(table)
+    if validate:
+        problems = off_vocabulary(table)
+        if problems:
+            raise vocab.VocabularyError(f"values outside the vocabulary: {', '.join(problems)}")
+    return table
+
+
+def load_results(path, *, validate: bool = True):
+    """Read a results dataset (local folder or hf://datasets/...) into one DataFrame.
+
+    Every file is unified with the current schema (columns it lacks read as null). A file that cannot be
+    read, or is not results (no model_id / result column), is named in a DatasetWarning (also in
+    ``df.attrs['skipped']``) and skipped. With ``validate``, a file holding values outside the vocabulary is
+    kept and named in one warning (``df.attrs['off_vocabulary']``), so nothing recorded is hidden.
+    """
+    path = str(path)
+    if not path.startswith("hf://") and not os.path.isdir(path):
+        raise UserError(f"no results dataset at '{path}': give a folder of Parquet files or an hf://datasets/... path")
+    fs, files = _list_parquet(path)
+    tables, skipped, unknown = [], [], []
+    for name in files:
+        try:
+            table = load_results_file(name, filesystem=fs, validate=False)
+        except Exception as exc:  # noqa: BLE001 - one bad file must not hide the rest
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            skipped.append((name, reason))
+            warnings.warn(f"skipped {name}: {reason}", DatasetWarning, stacklevel=2)
+            continue
+        problems = off_vocabulary(table) if validate else []
+        if problems:
+            unknown.append((name, problems))
+            warnings.warn(f"{name} holds values outside the neuronhelpers vocabulary ({', '.join(problems)}): "
+                          "kept as they are", DatasetWarning, stacklevel=2)
+        tables.append(table)
+    table = pa.concat_tables(tables) if tables else results.SCHEMA.empty_table()
+    df = table.to_pandas()
+    df.attrs["skipped"] = skipped
+    df.attrs["off_vocabulary"] = unknown
+    df.attrs["files"] = [f for f in files if f not in {s[0] for s in skipped}]
+    return df
+
+
+def recorded_keys(folder) -> set[tuple]:
+    """Resume keys of the rows already in a local dataset folder (unreadable files contribute none)."""
+    if not os.path.isdir(folder):
+        return set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        df = load_results(folder, validate=False)
+    if df.empty:
+        return set()
+    columns = df[list(results.RESUME_KEY)].astype(object)
+    return {results.resume_key(dict(zip(results.RESUME_KEY, values))) for values in columns.values.tolist()}
+
+
+def version_pairs(df) -> list[tuple[str, str, str]]:
+    """The (library, compiler version, library version) pairs in a results frame, newest first: by compiler
+    version, then library version, ordered as versions, not as text (2.14.1 after 2.9.0)."""
+    from packaging.version import InvalidVersion, Version
+
+    def key(value):
+        try:
+            return (1, Version(str(value).split("+")[0]))
+        except InvalidVersion:
+            return (0, Version("0"))
+
+    pairs = {(r.library, r.compiler_version, r.library_version)
+             for r in df[["library", "compiler_version", "library_version"]].itertuples(index=False)}
+    return sorted(pairs, key=lambda p: (key(p[1]), key(p[2]), str(p[0])), reverse=True)
+
+
+def select_pair(df, pair: str | None):
+    """The rows of one version pair: ``"current"`` (this environment's compiler, and for each row's library its
+    installed version), ``"newest"`` (the newest compiler, and each library's newest release under it),
+    ``"COMPILER_VERSION,LIBRARY_VERSION"``, or all rows when None.
+    Returns (rows, (compiler version, library version) or None)."""
+    if pair is None:
+        return df, None
+    if pair == "current":
+        from neuronhelpers.core import versions
+        from neuronhelpers.core.backends import get_backend
+
+        compiler = versions.compiler_for(get_backend("auto"))[1]
+        installed = {lib: versions.library_version(lib) for lib in df["library"].dropna().unique()}
+        mine = df.library.map(installed) == df.library_version
+        return df[(df.compiler_version == compiler) & mine], (compiler, versions.library_version("transformers"))
+    if pair == "newest":  # the newest compiler, and under it each library's newest release
+        pairs = version_pairs(df)
+        if not pairs:
+            return df, None
+        compiler = pairs[0][1]
+        newest = {}
+        for library, compiler_version, library_version in pairs:  # newest first
+            if compiler_version == compiler:
+                newest.setdefault(library, library_version)
+        keep = (df.compiler_version == compiler) & (df.library.map(newest) == df.library_version)
+        return df[keep], (compiler, newest.get("transformers") or next(iter(newest.values())))
+    else:
+        parts = [p.strip() for p in pair.split(",")]
+        if len(parts) != 2:
+            raise UserError(f"--pair '{pair}': give COMPILER_VERSION,LIBRARY_VERSION (e.g. 2.14.1,5.23.0), current or newest")
+        chosen = tuple(parts)
+    if chosen is None:
+        return df, None
+    return df[(df.compiler_version == chosen[0]) & (df.library_version == chosen[1])], chosen

@@ -1,0 +1,162 @@
+"""Version-to-version comparison and the expected-results gate.
+
+``diff_results(old, new)`` compares two sets of rows (two version pairs of one dataset, or two
+dataset folders) model by model: regressed (PASS -> not PASS, with the new error), improved, newly
+tested, dropped, and wall-time / peak-memory changes beyond a threshold.
+
+Taught in notebooks 05 (a release's diff and gate) and 06 (releases side by side).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.vocab import FAIL, PASS, UNTESTED
+
+# Kinds of change, in the order they are listed. A row that became (or stopped being) UNTESTED is not a
+# regression or an improvement of the model: the verdict was lost or reached.
+CHANGE_ORDER = ["regressed", "improved", "new cause", "verdict lost", "verdict reached", "new", "dropped", "slower",
+                "faster", "more memory", "less memory"]
+
+
+def load_side(path: str | Path) -> pd.DataFrame:
+    """Rows of one side of a diff: a dataset folder holding one version pair, or one version-pair Parquet file."""
+    import pyarrow.parquet as pq
+
+    from neuronhelpers.store.dataset import conform, load_results
+
+    path = str(path)
+    if path.endswith(".parquet"):
+        if not os.path.isfile(path):
+            raise UserError(f"no such results file '{path}'")
+        return conform(pq.read_table(path)).to_pandas()
+    df = load_results(path)
+    pairs = sorted(set(Path(f).name for f in df.attrs.get("files", [])))
+    if len(pairs) > 1:
+        raise UserError(f"'{path}' holds {len(pairs)} version pairs ({', '.join(pairs)}): "
+                        f"name one file each, e.g. {path}/data/{pairs[0]}")
+    return df
+
+
+def _latest(df: pd.DataFrame) -> pd.DataFrame:
+    return df.sort_values("timestamp").drop_duplicates("model_id", keep="last").set_index("model_id")
+
+
+def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float = 0.25,
+                 memory_threshold: float = 0.10) -> pd.DataFrame:
+    """One row per model that changed, with the kind of change; thresholds are relative (0.25 = 25%)."""
+    a, b = _latest(old), _latest(new)
+    out = []
+    for model in sorted(set(a.index) | set(b.index)):
+        if model not in b.index:
+            out.append({"model_id": model, "change": "dropped", "old_result": a.at[model, "result"]})
+            continue
+        if model not in a.index:
+            out.append({"model_id": model, "change": "new", "new_result": b.at[model, "result"],
+                        "new_error": b.at[model, "error"]})
+            continue
+        ra, rb = a.loc[model], b.loc[model]
+        base = {"model_id": model, "old_result": ra["result"], "new_result": rb["result"], "old_cause": ra.get("cause")}
+        verdicts = (PASS, FAIL)
+        if ra["result"] in verdicts and rb["result"] == UNTESTED:
+            out.append({**base, "change": "verdict lost", "new_stage": rb["stage"], "new_error": rb["error"],
+                        "new_cause": rb.get("cause")})
+            continue
+        if ra["result"] not in verdicts and rb["result"] in verdicts:
+            out.append({**base, "change": "verdict reached", "new_stage": rb["stage"], "new_error": rb["error"],
+                        "new_cause": rb.get("cause")})
+            continue
+        if ra["result"] == PASS and rb["result"] != PASS:
+            out.append({**base, "change": "regressed", "new_stage": rb["stage"], "new_error": rb["error"],
+                        "new_cause": rb.get("cause")})
+            continue
+        if ra["result"] != PASS and rb["result"] == PASS:
+            out.append({**base, "change": "improved"})
+            continue
+        if ra["result"] == FAIL and rb["result"] == FAIL and ra.get("cause") != rb.get("cause"):
+            out.append({**base, "change": "new cause", "new_stage": rb["stage"], "new_error": rb["error"],
+                        "new_cause": rb.get("cause")})
+            continue
+        for column, threshold, up, down in (("wall_s", time_threshold, "slower", "faster"),
+                                            ("peak_memory_bytes", memory_threshold, "more memory", "less memory")):
+            before, after = ra[column], rb[column]
+            if pd.notna(before) and pd.notna(after) and before > 0:
+                ratio = after / before - 1
+                if abs(ratio) > threshold:
+                    out.append({**base, "change": up if ratio > 0 else down, "column": column,
+                                "old_value": float(before), "new_value": float(after), "relative": round(ratio, 3)})
+    columns = ["model_id", "change", "old_result", "new_result", "new_stage", "old_cause", "new_cause", "new_error",
+               "column", "old_value", "new_value", "relative"]
+    frame = pd.DataFrame(out, columns=columns)
+    frame["change"] = pd.Categorical(frame["change"], categories=CHANGE_ORDER, ordered=True)
+    return frame.sort_values(["change", "model_id"]).reset_index(drop=True)
+
+
+EXPECTED_COLUMNS = ["model_id", "model_type", "task", "result", "stage", "cause"]
+
+
+def read_expected(path: str | Path) -> pd.DataFrame:
+    """An expected-results file: CSV with at least model_id and result (like PyTorch's expected CSVs); stage and
+    cause where the file records them."""
+    try:
+        expected = pd.read_csv(path, comment="#", dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise UserError(f"no expected-results file '{path}': write one with `neuronhelpers check RESULTS --expected "
+                        f"{path} --write`") from None
+    if not {"model_id", "result"} <= set(expected.columns):
+        raise UserError(f"'{path}' is not an expected-results file: it needs model_id and result columns")
+    return expected.replace("", None)
+
+
+def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *, only_tested: bool = False) -> tuple[list[str], list[str]]:
+    """(problems, notes) of results held against expectations.
+
+    A problem is any change of verdict, in either direction: a model expected to PASS that does not
+    (a regression, named with its new error), a model expected not to PASS that now does (an improvement:
+    the expected file is out of date and must be rewritten), a FAIL at another stage, or a verdict that
+    became UNTESTED. A changed cause with the same result and stage is a note. ``only_tested`` checks only
+    the expected models present in the results (a CI slice of a whole-library file).
+    """
+    latest = _latest(actual)
+    problems, notes = [], []
+    for row in expected.itertuples(index=False):
+        model, want = row.model_id, row.result
+        if model not in latest.index:
+            if not only_tested:
+                problems.append(f"{model}: expected {want}, not in the results")
+            continue
+        got = latest.loc[model]
+        want_stage = getattr(row, "stage", None)
+        if got["result"] != want:
+            if want == PASS:
+                problems.append(f"{model}: REGRESSED: expected PASS, got {got['result']} at {got['stage']}: {got['error']}")
+            elif got["result"] == PASS:
+                problems.append(f"{model}: IMPROVED: expected {want} ({want_stage}), now PASS: update the expected file")
+            else:
+                problems.append(f"{model}: CHANGED: expected {want} ({want_stage}), got {got['result']} ({got['stage']}): "
+                                f"{got['error']}")
+        elif want != PASS and want_stage and got["stage"] != want_stage:
+            problems.append(f"{model}: CHANGED: expected {want} at {want_stage}, got {want} at {got['stage']}: {got['error']}")
+        else:
+            want_cause = getattr(row, "cause", None)
+            if want != PASS and want_cause and _text(got.get("cause")) != want_cause:
+                notes.append(f"{model}: same verdict, new cause: {got.get('cause')} (was {want_cause})")
+    return problems, notes
+
+
+def _text(value) -> str | None:
+    return None if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
+def expected_frame(actual: pd.DataFrame) -> pd.DataFrame:
+    """The expected-results table of a results set: one line per model (its newest row)."""
+    latest = _latest(actual).reset_index()
+    for column in EXPECTED_COLUMNS:
+        if column not in latest:
+            latest[column] = None
+    frame = latest[EXPECTED_COLUMNS].sort_values("model_id").reset_index(drop=True)
+    return frame.astype(object).where(frame.notna(), None)

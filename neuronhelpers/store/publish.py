@@ -1,0 +1,280 @@
+"""Publishing: push a results dataset to a Hub dataset repo, and offer contributed rows as a pull request.
+
+Everything goes through huggingface_hub's HfApi (commit operations, repo tree); the token comes from
+its usual sources (HF_TOKEN, the cached login) and is never passed to, written or logged by this code.
+
+Taught in notebook 05.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from neuronhelpers.store import dataset
+from neuronhelpers.run import render as recipe
+from neuronhelpers.store import schema as results
+from neuronhelpers.core import vocab
+from neuronhelpers.store.card import render_card
+from neuronhelpers.core.errors import UserError
+
+REPO_TYPE = "dataset"
+CONFLICT_STATUS = (409, 412)
+
+
+@dataclass
+class PublishPlan:
+    repo_id: str
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    commit_url: str | None = None
+    pr_url: str | None = None
+    attempts: int = 0
+    note: str | None = None
+
+    def describe(self, dry_run: bool) -> str:
+        verb = "would upload" if dry_run else "uploaded"
+        lines = [f"{self.repo_id}: {verb} {len(self.changed)} file(s), {len(self.unchanged)} unchanged"]
+        if self.note:
+            lines.append(f"({self.note})")
+        lines += [f"  + {p}" for p in self.changed]
+        lines += [f"  = {p}" for p in self.unchanged]
+        if self.pr_url:
+            lines.append(f"pull request: {self.pr_url}")
+        elif self.commit_url:
+            lines.append(f"commit: {self.commit_url}")
+        return "\n".join(lines)
+
+
+def _hashes(data: bytes) -> set[str]:
+    """sha256 (how the Hub identifies LFS/Xet files) and the git blob id (how it identifies small files)."""
+    blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return {hashlib.sha256(data).hexdigest(), blob}
+
+
+def _remote_hashes(api, repo_id: str, revision: str | None = None) -> dict[str, set[str]]:
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    try:
+        entries = api.list_repo_tree(repo_id, recursive=True, expand=True, repo_type=REPO_TYPE, revision=revision)
+        remote = {}
+        for entry in entries:
+            ids = {getattr(entry, "blob_id", None)}
+            lfs = getattr(entry, "lfs", None)
+            if lfs is not None:
+                ids.add(lfs.get("sha256") if isinstance(lfs, dict) else getattr(lfs, "sha256", None))
+            if hasattr(entry, "size"):
+                remote[entry.path] = {i for i in ids if i}
+        return remote
+    except RepositoryNotFoundError:
+        return {}
+
+
+def local_files(folder: str | Path) -> dict[str, bytes]:
+    """What a dataset folder publishes: its version-pair Parquet files and a freshly generated card."""
+    folder = Path(folder)
+    data = folder / dataset.DATA_DIR
+    files = sorted(p for p in data.glob("*.parquet") if not p.name.startswith(".")) if data.is_dir() else []
+    if not files:
+        raise UserError(f"nothing to publish in '{folder}': no {dataset.DATA_DIR}/*.parquet (run a sweep into it first)")
+    for path in files:  # refuse to publish a file load_results would skip, or rows naming this machine's folders
+        try:
+            table = dataset.load_results_file(path)
+        except Exception as exc:  # noqa: BLE001
+            raise UserError(f"'{path}' is not a valid results file ({exc}); fix or remove it before publishing") from None
+        check_publishable_ids(table.column("model_id").to_pylist(), path.name)
+    out = {f"{dataset.DATA_DIR}/{p.name}": p.read_bytes() for p in files}
+    out["README.md"] = render_card().encode()
+    return out
+
+
+def check_publishable_ids(model_ids, where: str) -> None:
+    """A published row names a Hub model or a twin, never a folder on the machine that ran it."""
+    from neuronhelpers.models.resolve import is_local_path
+
+    local = sorted({m for m in model_ids if m and is_local_path(m)})
+    if local:
+        raise UserError(f"{where} has rows for local checkpoint folders ({local[0]}{', ...' if len(local) > 1 else ''}): "
+                        "they cannot be published; push the checkpoint to the Hub and run it by its id, or remove "
+                        "those rows")
+
+
+def _unreachable_errors() -> tuple:
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    try:
+        import httpx2 as httpx
+    except ImportError:  # huggingface_hub releases built on httpx
+        import httpx
+    return (OfflineModeIsEnabled, httpx.ConnectError, httpx.TimeoutException)
+
+
+_UNREACHABLE = _unreachable_errors()
+
+
+def _is_conflict(exc: Exception) -> bool:
+    return getattr(getattr(exc, "response", None), "status_code", None) in CONFLICT_STATUS
+
+
+def check_repo_id(repo_id: str) -> None:
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+        if "/" not in repo_id:
+            raise HFValidationError("no namespace")
+    except HFValidationError:
+        raise UserError(f"'{repo_id}' is not a Hub dataset repo id: use NAMESPACE/NAME (letters, digits, '-', '_', '.')") from None
+
+
+def _commit(api, repo_id: str, files: dict[str, bytes], message: str, *, dry_run: bool, create_pr: bool,
+            max_attempts: int) -> PublishPlan:
+    from huggingface_hub import CommitOperationAdd
+
+    from neuronhelpers.core.network import hub_reachable
+
+    check_repo_id(repo_id)
+    plan = PublishPlan(repo_id)
+    if not hub_reachable(endpoint=getattr(api, "endpoint", None)):  # decided once, quickly: no retries
+        if not dry_run:
+            raise UserError("the Hub cannot be reached from here: nothing was uploaded; retry where there is network "
+                            "(and unset HF_HUB_OFFLINE)")
+        plan.changed, plan.note = list(files), "the Hub cannot be reached from here: every file is listed"
+        return plan
+    for attempt in range(1, max_attempts + 1):
+        plan.attempts = attempt
+        head = None
+        try:
+            if not dry_run:
+                api.create_repo(repo_id, repo_type=REPO_TYPE, exist_ok=True)
+                head = api.repo_info(repo_id, repo_type=REPO_TYPE).sha
+            remote = _remote_hashes(api, repo_id, revision=head)
+        except _UNREACHABLE as exc:
+            if not dry_run:
+                raise UserError(f"the Hub cannot be reached ({type(exc).__name__}): nothing was uploaded; "
+                                "retry where there is network (and unset HF_HUB_OFFLINE)") from None
+            remote, plan.note = {}, "the Hub cannot be reached from here: every file is listed"
+        plan.changed = [p for p, data in files.items() if not (_hashes(data) & remote.get(p, set()))]
+        plan.unchanged = [p for p in files if p not in plan.changed]
+        if dry_run or not plan.changed:
+            return plan
+        operations = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=io.BytesIO(files[p])) for p in plan.changed]
+        try:
+            info = api.create_commit(repo_id, operations, commit_message=message, repo_type=REPO_TYPE,
+                                     parent_commit=None if create_pr else head, create_pr=create_pr)
+        except Exception as exc:
+            if _is_conflict(exc) and attempt < max_attempts:
+                continue  # someone pushed in between: recompute what changed against the new head
+            raise
+        plan.commit_url = getattr(info, "commit_url", None)
+        plan.pr_url = getattr(info, "pr_url", None)
+        return plan
+    return plan
+
+
+def publish(folder: str | Path, repo_id: str, *, dry_run: bool = False, api=None, max_attempts: int = 3,
+            message: str = "Update neuronhelpers results") -> PublishPlan:
+    """Push the folder's Parquet files and the generated card in one commit, uploading only changed files."""
+    from huggingface_hub import HfApi
+
+    files = local_files(folder)  # read everything first: nothing local is touched from here on
+    return _commit(api or HfApi(), repo_id, files, message, dry_run=dry_run, create_pr=False, max_attempts=max_attempts)
+
+
+# ------------------------------------------------------------------------------------------------
+# Contributions: rows a user ran themselves, validated, offered as a pull request.
+# ------------------------------------------------------------------------------------------------
+
+
+def read_contribution(path: str | Path) -> list[dict]:
+    """Rows to contribute: a JSON row (`neuronhelpers run --json`), a JSON-lines file, or a dataset folder."""
+    path = Path(path)
+    if path.is_dir():
+        return dataset.load_results(path, validate=False).to_dict("records")
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UserError(f"cannot read '{path}': {exc.strerror}") from None
+    try:
+        rows = [json.loads(text)] if text.lstrip().startswith("{") and "\n{" not in text.strip() else \
+            [json.loads(line) for line in text.splitlines() if line.strip()]
+    except ValueError as exc:
+        raise UserError(f"'{path}' is not a JSON row or JSON lines ({exc})") from None
+    return rows
+
+
+def validate_contribution(rows: list[dict]) -> list[dict]:
+    """Check every row against the schema, the vocabulary and the recipe; raise UserError naming the first problem."""
+    import datetime as dt
+
+    clean = []
+    for row in rows:
+        model = row.get("model_id", "?")
+        unknown = set(row) - set(results.COLUMN_NAMES)
+        if unknown:
+            raise UserError(f"row for '{model}' has columns that are not in the schema: {', '.join(sorted(unknown))}")
+        row = dict(row)
+        if isinstance(row.get("timestamp"), str):
+            row["timestamp"] = dt.datetime.fromisoformat(row["timestamp"])
+        try:
+            results.validate_row(row)
+        except vocab.VocabularyError as exc:
+            raise UserError(f"row for '{model}' refused: {exc}") from None
+        if row["result"] != vocab.EXCLUDED:
+            check_run_py(row)
+        clean.append(results.new_row(**row))
+    try:
+        results.rows_to_table(clean)
+    except Exception as exc:  # noqa: BLE001 - pyarrow type errors
+        raise UserError(f"rows do not fit the schema: {exc}") from None
+    return clean
+
+
+def check_run_py(row: dict) -> None:
+    """The row's run.py must be exactly the recipe rendered with its own parameters by the same harness version."""
+    model = row.get("model_id", "?")
+    text = row.get("run_py") or ""
+    if row.get("harness_version") != results.HARNESS_VERSION:
+        raise UserError(f"row for '{model}' was made by harness {row.get('harness_version')}, this is "
+                        f"{results.HARNESS_VERSION}: contribute it with that version's neuronhelpers")
+    try:
+        params = recipe.params_of_run_py(text)
+    except (ValueError, SyntaxError):
+        raise UserError(f"row for '{model}' refused: its run_py is not a neuronhelpers run.py") from None
+    if recipe.render_run_py(params) != text:
+        expected = recipe.render_run_py(params).splitlines()
+        line = next((i + 1 for i, (a, b) in enumerate(zip(expected, text.splitlines())) if a != b),
+                    min(len(expected), len(text.splitlines())) + 1)
+        raise UserError(f"row for '{model}' refused: its run_py differs from the recipe at line {line} "
+                        "(a modified run.py does not test the recipe)")
+    if params.get("model_id") != row.get("model_id"):
+        raise UserError(f"row for '{model}' refused: its run_py ran '{params.get('model_id')}'")
+
+
+def contribute(path: str | Path, repo_id: str, *, dry_run: bool = False, api=None) -> PublishPlan:
+    """Validate rows and open a pull request that merges them into the dataset's version-pair files."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+
+    api = api or HfApi()
+    rows = validate_contribution(read_contribution(path))
+    check_publishable_ids([r["model_id"] for r in rows], str(path))
+    with tempfile.TemporaryDirectory() as tmp:
+        for rel in sorted({dataset.version_pair_file(r) for r in rows}):
+            try:  # start from the dataset's current file so the PR adds rows rather than replacing them
+                remote = api.hf_hub_download(repo_id, rel, repo_type=REPO_TYPE)
+                os.makedirs(Path(tmp, rel).parent, exist_ok=True)
+                Path(tmp, rel).write_bytes(Path(remote).read_bytes())
+            except (EntryNotFoundError, RepositoryNotFoundError):
+                pass
+        dataset.append_rows(tmp, rows)
+        files = {f"{dataset.DATA_DIR}/{p.name}": p.read_bytes() for p in sorted(Path(tmp, dataset.DATA_DIR).glob("*.parquet"))}
+    models = ", ".join(sorted({r["model_id"] for r in rows}))
+    return _commit(api, repo_id, files, f"Contribute results: {models}"[:200], dry_run=dry_run, create_pr=True,
+                   max_attempts=1)

@@ -1,0 +1,147 @@
+"""The result row: its schema (defined once, here), the resume key, and how a row is checked against the vocabulary.
+
+Reading and writing rows as a Parquet dataset is ``dataset.py``. Taught in notebooks 02 (a row) and 04 (the
+vocabulary a row is checked against).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+import pyarrow as pa
+
+from neuronhelpers import __version__
+from neuronhelpers.core import vocab
+
+HARNESS_VERSION = __version__
+
+# (name, type, description). The dataset card's column table is generated from this list.
+COLUMNS = [
+    ("model_id", pa.string(), "Hub id of the model, or tiny/<model_type> for a tiny twin (never the real model)"),
+    ("task", pa.string(), "the task the model was tested on (see Tasks)"),
+    ("model_type", pa.string(), "transformers model_type (the architecture)"),
+    ("twin_of", pa.string(), "for a tiny twin: the architecture it stands in for; null for real checkpoints"),
+    ("result", pa.string(), "PASS, FAIL, EXCLUDED or UNTESTED (see Results)"),
+    ("stage", pa.string(), "where a FAIL happened (see Stages), or why a row is UNTESTED (see Untested reasons); "
+     "null on PASS"),
+    ("cause", pa.string(), "for a FAIL or UNTESTED row: a short, stable signature of the root cause (exception type, "
+     "the deepest transformers or torch frame, the guard that kept failing), shared by every model that failed "
+     "for the same reason"),
+    ("error", pa.string(), "the exception and the first line of its message (the cause to read first), or the "
+     "exclusion / untested reason"),
+    ("traceback", pa.string(), "the full error output of the failed process"),
+    ("parameters", pa.int64(), "parameter count (safetensors headers, Hub metadata, or estimated from the config)"),
+    ("neuron_cores", pa.int32(), "cores (ranks) the model was sharded over; null when it was not run"),
+    ("parallelism", pa.string(), "none, tp, ep or tp+ep; null when it was not run"),
+    ("backend", pa.string(), "neuron, cuda or cpu"),
+    ("compiler", pa.string(), "neuronx-cc on Trainium; inductor elsewhere"),
+    ("compiler_version", pa.string(), "version of that compiler (torch's version for inductor)"),
+    ("neuronx_cc", pa.string(), "neuronx-cc version (null when the run did not use the Neuron compiler)"),
+    ("library", pa.string(), "the modeling library: transformers, sentence-transformers or diffusers"),
+    ("library_version", pa.string(), "its version"),
+    ("torch", pa.string(), "torch version"),
+    ("torch_neuronx", pa.string(), "torch-neuronx version, where installed"),
+    ("neuron_sdk", pa.string(), "the Neuron SDK release the run used, where the installed Neuron packages or the "
+     "container say it"),
+    ("dtype", pa.string(), "dtype of the weights and activations in the run and its reference"),
+    ("load_s", pa.float64(), "seconds in from_pretrained and moving the model to the device"),
+    ("compile_s", pa.float64(), "first generate call minus a warm one: the cost of compilation"),
+    ("cache_hit", pa.bool_(), "the run found its compiled graphs in the compile cache (it compiled nothing new)"),
+    ("retraced", pa.bool_(), "the run traced the model with dynamo (false: a warm cache gave it the traced graph too)"),
+    ("generate_s", pa.float64(), "seconds of the warm, compiled call: generate 32 tokens, encode the batch, or "
+     "draw the image"),
+    ("wall_s", pa.float64(), "wall time of the whole run process, compilation included"),
+    ("ttft_s", pa.float64(), "time to first token of the warm generate"),
+    ("decode_tokens_per_s", pa.float64(), "tokens per second after the first, warm"),
+    ("peak_memory_bytes", pa.int64(), "peak device memory (the largest over ranks when sharded)"),
+    ("peak_memory_per_rank", pa.list_(pa.int64()), "peak device memory of each rank"),
+    ("tokens", pa.list_(pa.int32()), "the generated token ids"),
+    ("text", pa.string(), "the generated text"),
+    ("reference_tokens", pa.list_(pa.int32()), "the CPU eager reference's token ids"),
+    ("reference_cached", pa.bool_(), "the reference came from the local reference cache (same checkpoint files, "
+     "dtype, prompt, torch and transformers: the reference does not depend on the compiler)"),
+    ("verification", pa.string(), "how a PASS was established (see Verification)"),
+    ("judge", pa.string(), "for a run judged without a CPU reference: the judge that read the text (a Hub model as "
+     "id@revision, a local model folder, or 'lexical')"),
+    ("first_divergence", pa.int32(), "index of the first token that differs from the reference"),
+    ("divergence_margin", pa.float64(), "reference top-1/top-2 logit margin at the first divergence"),
+    ("tolerance", pa.float64(), "for embeddings and images: the largest difference from the CPU reference accepted"),
+    ("max_abs_diff", pa.float64(), "for embeddings and images: the largest absolute difference from the CPU reference"),
+    ("min_cosine", pa.float64(), "for embeddings: the lowest cosine similarity to the CPU reference over the batch"),
+    ("psnr_db", pa.float64(), "for images: peak signal-to-noise ratio against the CPU reference image (dB)"),
+    ("items_per_s", pa.float64(), "warm throughput: sentences per second (embeddings) or denoising steps per "
+     "second (images)"),
+    ("step_s", pa.float64(), "for images: seconds per warm denoising step"),
+    ("image_s", pa.float64(), "for images: seconds for one warm image"),
+    ("packages", pa.string(), "every installed distribution, pip-freeze form"),
+    ("run_py", pa.string(), "the exact run.py that ran"),
+    ("requirements", pa.string(), "requirements.txt for the run.py"),
+    ("harness_version", pa.string(), "neuronhelpers version that produced the row"),
+    ("timestamp", pa.timestamp("us", tz="UTC"), "when the run finished"),
+]
+SCHEMA = pa.schema([pa.field(name, typ) for name, typ, _ in COLUMNS])
+COLUMN_NAMES = [name for name, _, _ in COLUMNS]
+
+
+def new_row(**values) -> dict:
+    """A row with every column present (null where not given); unknown columns are an error."""
+    unknown = set(values) - set(COLUMN_NAMES)
+    if unknown:
+        raise KeyError(f"not result columns: {', '.join(sorted(unknown))}")
+    row = dict.fromkeys(COLUMN_NAMES)
+    row.update(values)
+    row.setdefault("harness_version", HARNESS_VERSION)
+    if row["harness_version"] is None:
+        row["harness_version"] = HARNESS_VERSION
+    if row["timestamp"] is None:
+        row["timestamp"] = _dt.datetime.now(_dt.timezone.utc)
+    return row
+
+
+def validate_row(row: dict) -> None:
+    """Raise vocab.VocabularyError when a row's result, stage or verification is not in the vocabulary."""
+    vocab.check_value("result", row.get("result"))
+    vocab.check_value("stage", row.get("stage"))
+    vocab.check_value("verification", row.get("verification"))
+    model, result, stage = row.get("model_id"), row.get("result"), row.get("stage")
+    if result == vocab.FAIL and stage not in vocab.STAGES:
+        raise vocab.VocabularyError(f"row for {model!r} is FAIL without a stage" if not stage
+                                    else f"row for {model!r} is FAIL with the untested reason {stage!r} as its stage")
+    if result == vocab.UNTESTED and stage not in vocab.UNTESTED_STAGES:
+        raise vocab.VocabularyError(f"row for {model!r} is UNTESTED without a reason in `stage` "
+                                    f"(one of {', '.join(vocab.UNTESTED_STAGES)})")
+    if result == vocab.PASS and not row.get("verification"):
+        raise vocab.VocabularyError(f"row for {model!r} is PASS without a verification")
+
+
+# A row is "already recorded" (a sweep skips the model) when these match: the model as resolved (a local
+# folder by its absolute path), the versions that ran it, and the planned core count.
+RESUME_KEY = ("model_id", "backend", "compiler", "compiler_version", "library", "library_version", "neuron_cores")
+
+
+def resume_key(row: dict) -> tuple:
+    """The one resume key of a row (or of a planned run, which carries the same columns)."""
+    return tuple(None if _missing(row.get(name)) else row.get(name) for name in RESUME_KEY)
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)  # NaN from a pandas column
+
+
+def replaces(new_key: tuple, old_key: tuple) -> bool:
+    """Does a new row replace an old one? Same key; or the same model and versions where either row was not
+    run (no core count: EXCLUDED or UNTESTED), so a verdict replaces a non-verdict and the other way round."""
+    if new_key == old_key:
+        return True
+    return new_key[:-1] == old_key[:-1] and (new_key[-1] is None or old_key[-1] is None)
+
+
+def rows_to_table(rows: list[dict]) -> pa.Table:
+    for row in rows:
+        validate_row(row)
+    return pa.Table.from_pylist([_complete(row) for row in rows], schema=SCHEMA)
+
+
+def _complete(row: dict) -> dict:
+    """The row with every column present (as ``new_row`` makes it)."""
+    return row if set(row) == set(COLUMN_NAMES) else new_row(**row)

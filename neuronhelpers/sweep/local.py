@@ -1,0 +1,261 @@
+"""The sweep: run a list of models, each in its own process tree, writing each row as it finishes.
+
+Resumable: a model already recorded for the same versions is skipped (``rerun=True`` forces it).
+Parallel: ``jobs`` models at once, each pinned to a disjoint CPU set here, or to a disjoint
+NeuronCore range on Trainium (NEURON_RT_VISIBLE_CORES). On many machines: ``fleet.sweep_on_ray``, which
+shares this module's bookkeeping and writer (``SweepLog``), planning (``plan_for_sweep``) and per-model
+function (``run_one``).
+
+Taught in notebooks 01 and 05.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from neuronhelpers.store import dataset
+from neuronhelpers.store import schema as results
+from neuronhelpers.core import versions
+from neuronhelpers.core.backends import Backend, get_backend
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.run.harness import PlannedRun, prepare_run, run_model
+from neuronhelpers.run.render import LIBRARY_FOR_TASK
+from neuronhelpers.models.selected import SELECTED
+from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S
+from neuronhelpers.core.vocab import EXCLUDED, PASS
+
+
+def excluded_rows(backend: Backend) -> list[dict]:
+    """EXCLUDED rows for the Selected models deliberately left out, with their reasons (never run: no cores)."""
+    compiler, compiler_version = versions.compiler_for(backend)
+    core = versions.core_versions()
+    return [
+        results.new_row(model_id=e.model_id, task=e.task, model_type=e.model_type, result=EXCLUDED, error=e.excluded,
+                        backend=backend.name, compiler=compiler, compiler_version=compiler_version,
+                        neuronx_cc=core["neuronx-cc"] if compiler == "neuronx-cc" else None,
+                        library=LIBRARY_FOR_TASK[e.task], library_version=versions.library_version(LIBRARY_FOR_TASK[e.task]),
+                        torch=core["torch"])
+        for e in SELECTED
+        if e.excluded
+    ]
+
+
+def selected_models(real: bool) -> list[str]:
+    """The Selected list to sweep: real Hub ids (with the Hub at hand), else one twin per architecture."""
+    from neuronhelpers.models.selected import selected_twins
+
+    if real:
+        return [e.model_id for e in SELECTED if not e.excluded]
+    return selected_twins()
+
+
+def read_model_file(path: str) -> list[str]:
+    """Model ids from a text file, one per line; '#' starts a comment."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise UserError(f"cannot read model list '{path}': {exc.strerror}") from None
+    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+
+
+def neuron_slots(jobs: int, total_cores: int | None = None) -> list[str | None]:
+    """Disjoint NeuronCore ranges (NEURON_RT_VISIBLE_CORES values), one per parallel job.
+
+    Each job sees its range as devices 0..n-1; a model planned for more cores than its range holds
+    fails at load with the runtime's error, so size --jobs to the largest model (16 cores / jobs).
+    """
+    if jobs <= 1:
+        return [None]
+    total = total_cores or int(os.environ.get("NEURONHELPERS_NEURON_CORES", "16"))
+    size = total // jobs
+    if size < 1:
+        raise UserError(f"--jobs {jobs} is more than the {total} NeuronCores here: use at most {total}")
+    return [f"{i * size}-{(i + 1) * size - 1}" if size > 1 else str(i) for i in range(jobs)]
+
+
+def cpu_slots(jobs: int) -> list[set[int] | None]:
+    """Disjoint CPU sets, one per parallel job (None when running one at a time)."""
+    if jobs <= 1:
+        return [None]
+    cpus = sorted(os.sched_getaffinity(0))
+    if jobs > len(cpus):
+        raise UserError(f"--jobs {jobs} is more than the {len(cpus)} CPUs here: use at most {len(cpus)}")
+    size = len(cpus) // jobs
+    return [set(cpus[i * size:(i + 1) * size]) for i in range(jobs)]
+
+
+class SweepLog:
+    """A sweep's bookkeeping and its one writer: what is recorded already, rows appended as they come, counts, bar.
+
+    The local sweep and the Ray sweep (``fleet.py``) share it: the same resume set (``results.resume_key`` of
+    each planned run against ``dataset.recorded_keys``), the same atomic ``dataset.append_rows`` per row, the
+    same progress bar.
+    """
+
+    def __init__(self, out, be: Backend, total: int, *, rerun: bool, progress: bool, desc: str | None = None):
+        self.out, self.be, self.rerun = out, be, rerun
+        self.done = set() if rerun else dataset.recorded_keys(out)
+        self.lock = threading.Lock()
+        self.rows: list[dict] = []
+        self.running: dict[str, None] = {}
+        self.counts = {"passed": 0, "finished": 0, "recorded": 0, "skipped": 0}
+        self.extra: dict[str, int] = {}  # further counters shown on the bar (the Ray sweep's retries)
+        self.bar = _progress(total, progress, be, desc)
+
+    def is_recorded(self, planned: PlannedRun | dict) -> bool:
+        key = results.resume_key(planned) if isinstance(planned, dict) else planned.resume_key()
+        return not self.rerun and key in self.done
+
+    def say(self, line: str) -> None:
+        _say(line, self.bar)
+
+    def show(self) -> None:
+        if self.bar is not None:
+            extra = "".join(f" {k}={v}" for k, v in self.extra.items() if v)
+            self.bar.set_postfix_str(f"passed={self.counts['passed']}/{self.counts['finished']} "
+                                     f"recorded={self.counts['recorded']}{extra} running={','.join(self.running) or '-'}")
+
+    def start(self, model: str) -> None:
+        with self.lock:
+            self.running[model] = None
+            self.show()
+
+    def append(self, rows: list[dict]) -> None:
+        """Write rows that are not model runs (the Selected exclusions) without counting them."""
+        if rows:
+            with self.lock:
+                dataset.append_rows(self.out, rows)
+
+    def end(self, model: str, row: dict | None = None, *, recorded: bool = False, skipped: bool = False) -> None:
+        """A model is done: its row is appended now (one writer, atomic), or it was recorded already, or skipped."""
+        with self.lock:
+            if row is not None:
+                dataset.append_rows(self.out, [row])
+                self.rows.append(row)
+                self.counts["finished"] += 1
+                self.counts["passed"] += row["result"] == PASS
+            self.counts["recorded"] += recorded
+            self.counts["skipped"] += skipped
+            self.running.pop(model, None)
+            self.show()
+            if self.bar is not None:
+                self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def plan_for_sweep(model: str, be: Backend, log: SweepLog) -> PlannedRun | dict | None:
+    """Resolve and plan one model of a sweep: the planned run, an UNTESTED row to record (no verdict can be
+    reached here), or None when there is nothing to do (recorded already, or bad input: one line, no row)."""
+    try:
+        planned = prepare_run(model, backend=be)
+    except UserError as err:
+        # Bad input (an unknown id, a model not at hand offline) says nothing about the model: one line,
+        # no row, and the sweep goes on. A rerun picks it up once it is fixed.
+        log.say(f"skipped {model}: {err}")
+        log.end(model, skipped=True)
+        return None
+    if log.is_recorded(planned):
+        log.end(model, recorded=True)
+        return None
+    return planned
+
+
+def run_one(model: str | PlannedRun | dict, *, backend: str | Backend | None = None, cores: int | None = None,
+            timeout: float = DEFAULT_TIMEOUT_S, memory_limit_bytes: int | None = None, cpus: set[int] | None = None,
+            env: dict | None = None) -> dict:
+    """One model of a sweep, run in its own process tree by the harness (the rendered run.py in a subprocess,
+    with its timeout): its verified row. A crash, hang or out-of-memory is a row, never an exception.
+
+    The local sweep passes the run it planned (or the UNTESTED row planning gave, returned as it is); a Ray
+    task passes the model id and the cores the driver planned (and Ray granted), so the run is planned again
+    where it runs, on exactly those cores.
+    """
+    planned = model if isinstance(model, (PlannedRun, dict)) else prepare_run(model, backend=backend, cores=cores)
+    if isinstance(planned, dict):
+        return planned  # UNTESTED: nothing could be run here
+    return run_model(planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes, cpus=cpus, env=env)
+
+
+def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None = None, jobs: int = 1,
+          timeout: float = DEFAULT_TIMEOUT_S, rerun: bool = False, progress: bool = True,
+          memory_limit_bytes: int | None = None, include_excluded: bool = False) -> list[dict]:
+    """Run every model not yet recorded in ``out`` and append its row there as soon as it finishes.
+
+    "Recorded" is decided by the one resume key (``results.resume_key``) of the model as resolved and
+    planned, the same key its row carries: a folder given by a relative path, or a model planned on
+    several cores, is recognised on the next sweep. ``fleet.sweep_on_ray`` does the same on a Ray cluster.
+    """
+    be = backend if isinstance(backend, Backend) else get_backend(backend)
+    out = Path(out)
+    models = list(dict.fromkeys(models))
+    log = SweepLog(out, be, len(models), rerun=rerun, progress=progress)
+    if include_excluded:
+        log.append([r for r in excluded_rows(be) if not log.is_recorded(r)])
+
+    slots: queue.Queue = queue.Queue()
+    for slot in (neuron_slots(jobs) if be.name == "neuron" else cpu_slots(jobs)):
+        slots.put(slot)
+    neuron = be.name == "neuron"
+
+    def one(model: str) -> None:
+        slot = slots.get()
+        log.start(model)
+        try:
+            planned = plan_for_sweep(model, be, log)
+            if planned is None:
+                return
+            row = planned if isinstance(planned, dict) else run_one(
+                planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes, cpus=None if neuron else slot,
+                env={"NEURON_RT_VISIBLE_CORES": slot} if neuron and slot is not None else None)
+            log.end(model, row)
+        finally:
+            slots.put(slot)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+            for future in as_completed([pool.submit(one, m) for m in models]):
+                future.result()
+    finally:
+        log.close()
+    return log.rows
+
+
+def _say(line: str, bar) -> None:
+    """One line to stderr that does not tear the progress bar."""
+    if bar is not None:
+        bar.write(line, file=sys.stderr)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
+def _progress(total: int, enabled: bool, be: Backend, desc: str | None = None):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc or f"sweep[{be.name}]", unit="model", dynamic_ncols=True)
+
+
+
+def summary_frame(df):
+    """The demo's table: model, result (with stage or verification), cores, wall time, peak memory."""
+    import pandas as pd
+
+    if df.empty:
+        return pd.DataFrame(columns=["model", "result", "cores", "wall_s", "peak_MiB"])
+    detail = df["stage"].where(df["stage"].notna(), df["verification"]).fillna("")
+    return pd.DataFrame({
+        "model": df["model_id"],
+        "result": df["result"] + detail.map(lambda d: f" ({d})" if d else ""),
+        "cores": df["neuron_cores"],
+        "wall_s": df["wall_s"].round(1),
+        "peak_MiB": (df["peak_memory_bytes"] / 2**20).round(0),
+    }).reset_index(drop=True)

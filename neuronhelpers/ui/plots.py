@@ -1,0 +1,253 @@
+"""Plots of a results dataset (matplotlib): where a picture reads better than a table.
+
+Every plot has a title and labelled axes; counts get integer ticks, rates are shown in percent (on the axis
+and on each bar); a legend only names colours that were drawn and sits outside the bars. Each function
+takes an optional ``ax`` and returns what it drew on; with no data it says so on the axes instead of
+failing. Taught in notebook 01 and the architecture catalog notebook.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pandas as pd
+
+from neuronhelpers.core.vocab import FAIL, PASS, STAGES
+
+PASS_COLOR = "#2e7d32"
+FAIL_COLOR = "#c62828"
+# One colour per stage (FAIL stages and UNTESTED reasons), the same in every plot.
+STAGE_COLORS = {
+    "load": "#8c564b", "compile": "#d62728", "run": "#ff7f0e", "oom": "#9467bd", "timeout": "#7f7f7f",
+    "mismatch": "#e377c2", "reference": "#17becf",
+    "twin": "#bcbd22", "dependency": "#1f77b4", "infrastructure": "#aec7e8",
+}
+OTHER_COLOR = "#555555"
+
+
+def _axes(ax, figsize):
+    import matplotlib.pyplot as plt
+
+    return ax if ax is not None else plt.subplots(figsize=figsize)[1]
+
+
+def _integer_ticks(axis) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _percent_ticks(axis) -> None:
+    from matplotlib.ticker import PercentFormatter
+
+    axis.set_major_formatter(PercentFormatter(xmax=100, decimals=0))
+
+
+def _nothing(ax, title: str, message: str):
+    ax.set_title(title)
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="#666")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return ax
+
+
+def _outside_legend(ax, **kwargs) -> None:
+    """A legend right of the axes, so it covers no bar or point."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
+
+
+def _pair_label(df: pd.DataFrame) -> pd.Series:
+    library = df["library"].fillna("library") if "library" in df else pd.Series("library", index=df.index)
+    return (df["compiler"].fillna("?") + " " + df["compiler_version"].fillna("?") + "\n" + library + " "
+            + df["library_version"].fillna("?"))
+
+
+def _tested(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df.result.isin([PASS, FAIL])].copy()
+
+
+def _rate_label(rate: float, passed: int, tested: int) -> str:
+    return f"{rate:.0f}% ({passed}/{tested})"
+
+
+def pass_rate_per_version(df: pd.DataFrame, ax=None):
+    """Bar chart: share of tested models (PASS or FAIL) that PASS, per (compiler version, library version) pair,
+    each bar labelled with its percentage and counts (one pair is one labelled bar)."""
+    title = "Pass rate per version pair"
+    tested = _tested(df)
+    tested["pair"] = _pair_label(tested)
+    ax = _axes(ax, (max(4.5, 1.8 * tested["pair"].nunique()), 3.4))
+    if tested.empty:
+        return _nothing(ax, title, "no PASS or FAIL rows")
+    grouped = tested.groupby("pair")["result"]
+    passed = grouped.apply(lambda r: int((r == PASS).sum())).sort_index()
+    counts = grouped.size().reindex(passed.index)
+    rate = passed / counts * 100
+    bars = ax.bar(range(len(rate)), rate.values, color=PASS_COLOR, width=0.6 if len(rate) > 1 else 0.4)
+    ax.set_xticks(range(len(rate)), rate.index, fontsize=8)
+    ax.set_xlim(-0.7, len(rate) - 0.3)
+    ax.set_ylim(0, 115)
+    _percent_ticks(ax.yaxis)
+    ax.set_yticks([0, 25, 50, 75, 100])
+    ax.set_ylabel("PASS (% of tested models)")
+    ax.set_xlabel("compiler and library version")
+    ax.set_title(title)
+    for bar, r, p, n in zip(bars, rate.values, passed.values, counts.values):
+        ax.annotate(_rate_label(r, p, n), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                    va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
+    return ax
+
+
+def time_and_memory_vs_parameters(df: pd.DataFrame, axes=None):
+    """Scatter: wall time (compilation included) and peak device memory against parameter count."""
+    import matplotlib.pyplot as plt
+
+    data = _tested(df).dropna(subset=["parameters"])
+    if axes is None:
+        axes = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)[1]
+    for ax, column, label, scale, title in (
+            (axes[0], "wall_s", "wall time, compilation included (s)", 1, "Wall time vs size"),
+            (axes[1], "peak_memory_bytes", "peak device memory (GiB)", 2**30, "Peak memory vs size")):
+        drawn = False
+        for result, color in ((PASS, PASS_COLOR), (FAIL, FAIL_COLOR)):
+            part = data[(data.result == result) & data[column].notna()]
+            if len(part):
+                ax.scatter(part["parameters"], part[column] / scale, label=result, color=color, s=18, alpha=0.8)
+                drawn = True
+        ax.set_xscale("log")
+        ax.set_xlabel("parameters (log scale)")
+        ax.set_ylabel(label)
+        ax.set_title(title)
+        if not drawn:
+            ax.text(0.5, 0.5, "no measured runs", ha="center", va="center", transform=ax.transAxes, color="#666")
+    if axes[1].get_legend_handles_labels()[0]:
+        _outside_legend(axes[1], title="result")
+    return axes
+
+
+def failure_stages_per_version(df: pd.DataFrame, ax=None):
+    """Stacked bars: how many models failed at each stage, per version pair (integer counts; the legend lists
+    only the stages drawn, outside the bars)."""
+    title = "Failure stages per version pair"
+    failed = df[df.result == FAIL].copy()
+    failed["pair"] = _pair_label(failed)
+    ax = _axes(ax, (max(4.5, 1.8 * max(failed["pair"].nunique(), 1)) + 1.2, 3.4))
+    if failed.empty:
+        return _nothing(ax, title, "no FAIL rows")
+    table = failed.groupby(["pair", "stage"]).size().unstack(fill_value=0)
+    order = [s for s in STAGES if s in table.columns] + sorted(c for c in table.columns if c not in STAGES)
+    table = table[order]
+    bottom = None
+    for stage in table.columns:
+        values = table[stage].values
+        if values.sum() == 0:
+            continue
+        ax.bar(range(len(table)), values, bottom=bottom, label=stage, color=STAGE_COLORS.get(stage, OTHER_COLOR),
+               width=0.6 if len(table) > 1 else 0.4)
+        bottom = values if bottom is None else bottom + values
+    ax.set_xticks(range(len(table)), table.index, fontsize=8)
+    ax.set_xlim(-0.7, len(table) - 0.3)
+    _integer_ticks(ax.yaxis)
+    ax.set_ylabel("failed models")
+    ax.set_xlabel("compiler and library version")
+    ax.set_title(title)
+    _outside_legend(ax, title="stage")
+    return ax
+
+
+def _newest_per_model(df: pd.DataFrame) -> pd.DataFrame:
+    if "timestamp" in df:
+        df = df.sort_values("timestamp", na_position="first", kind="stable")
+    return df.drop_duplicates("model_id", keep="last")
+
+
+def pass_rate_by_family(df: pd.DataFrame, family: str = "model_type", top: int = 15, ax=None):
+    """Horizontal bars: pass rate per family (the architecture, ``model_type``, by default; any column), over
+    each model's newest row (pass one version pair's rows to compare like with like). Most-tested families
+    first, each bar labelled with its percentage and counts."""
+    title = f"Pass rate by {family.replace('_', ' ')}"
+    tested = _tested(_newest_per_model(df))
+    names = tested[family] if family in tested else pd.Series(index=tested.index, dtype=object)
+    if family == "model_type" and "twin_of" in tested:
+        names = names.fillna(tested["twin_of"])
+    tested["family"] = names.fillna("(unknown)").astype(str)
+    grouped = tested.groupby("family")["result"]
+    stats = pd.DataFrame({"tested": grouped.size(), "passed": grouped.apply(lambda r: int((r == PASS).sum()))})
+    stats = stats.sort_values(["tested", "passed"], ascending=False, kind="stable").head(top).iloc[::-1]
+    ax = _axes(ax, (6.5, 1.0 + 0.3 * max(len(stats), 2)))
+    if stats.empty:
+        return _nothing(ax, title, "no PASS or FAIL rows")
+    rate = stats["passed"] / stats["tested"] * 100
+    bars = ax.barh(range(len(stats)), rate.values, color=PASS_COLOR, height=0.6)
+    ax.set_yticks(range(len(stats)), stats.index, fontsize=8)
+    ax.set_xlim(0, 130)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    _percent_ticks(ax.xaxis)
+    ax.set_xlabel("PASS (% of tested models)")
+    ax.set_ylabel(family.replace("_", " "))
+    ax.set_title(title)
+    for bar, r, p, n in zip(bars, rate.values, stats["passed"].values, stats["tested"].values):
+        ax.annotate(_rate_label(r, p, n), (bar.get_width(), bar.get_y() + bar.get_height() / 2), va="center",
+                    fontsize=8, xytext=(3, 0), textcoords="offset points")
+    return ax
+
+
+def causes_bar(df: pd.DataFrame, top: int = 10, ax=None, *, results=(FAIL,)):
+    """Horizontal bars: the root causes (``causes.rank_causes``) that block the most architectures, each bar as
+    long as the number of architectures it blocks and coloured by its stage (legend outside the bars)."""
+    from neuronhelpers.verdict.causes import rank_causes
+
+    title = f"Root causes by architectures blocked (top {top})"
+    ranked = rank_causes(df, results=results).head(top).iloc[::-1]
+    ax = _axes(ax, (9, 1.2 + 0.42 * max(len(ranked), 2)))
+    if ranked.empty:
+        return _nothing(ax, title, "no failures with a recorded cause")
+    stages = [str(s).split(", ")[0] if s else "" for s in ranked["stage"]]
+    colors = [STAGE_COLORS.get(s, OTHER_COLOR) for s in stages]
+    bars = ax.barh(range(len(ranked)), ranked["count"].values, color=colors, height=0.6)
+    labels = [textwrap.shorten(str(c), width=70, placeholder="…") for c in ranked["cause"]]
+    ax.set_yticks(range(len(ranked)), labels, fontsize=7)
+    _integer_ticks(ax.xaxis)
+    ax.set_xlim(0, ranked["count"].max() * 1.15 + 0.5)
+    ax.set_xlabel("architectures blocked")
+    ax.set_ylabel("root cause")
+    ax.set_title(title)
+    for bar, n in zip(bars, ranked["count"].values):
+        ax.annotate(str(n), (bar.get_width(), bar.get_y() + bar.get_height() / 2), va="center", fontsize=8,
+                    xytext=(3, 0), textcoords="offset points")
+    from matplotlib.patches import Patch
+
+    drawn = list(dict.fromkeys(stages))
+    ax.legend(handles=[Patch(color=STAGE_COLORS.get(s, OTHER_COLOR), label=s or "(no stage)") for s in drawn],
+              title="stage", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    return ax
+
+
+# Where a run's seconds go, in the order they happen; the rest of the process's wall time is start-up.
+TIME_PARTS = (("load_s", "load (from_pretrained)", "#1f77b4"), ("compile_s", "compile (first generate - warm)", "#d62728"),
+              ("generate_s", "warm generate", "#2ca02c"))
+STARTUP = ("start-up and imports", "#bbbbbb")
+
+
+def time_breakdown(runs: dict, ax=None):
+    """Horizontal stacked bars, one per labelled row: where the run.py process's wall time went."""
+    ax = _axes(ax, (8, 0.8 + 0.7 * max(len(runs), 1)))
+    if not runs:
+        return _nothing(ax, "Where the time went", "no runs")
+    labels = list(runs)
+    for y, label in enumerate(labels):
+        row, left = runs[label], 0.0
+        for key, name, color in TIME_PARTS:
+            value = row.get(key) or 0.0
+            ax.barh(y, value, left=left, color=color, label=name if y == 0 else None)
+            left += value
+        rest = max((row.get("wall_s") or left) - left, 0.0)
+        ax.barh(y, rest, left=left, color=STARTUP[1], label=STARTUP[0] if y == 0 else None)
+        ax.annotate(f"{row.get('wall_s') or left:.1f} s", (left + rest, y), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize=8)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds (wall time of the run.py process)")
+    ax.set_title("Where the time went")
+    _outside_legend(ax)
+    return ax
