@@ -19,7 +19,7 @@ Data flows one way, one module per stage (the notebook that teaches each stage i
     cli                            the ``neuronhelpers`` command
 """
 
-__version__ = "0.2.0"  # the one source: pyproject reads it, every row records it
+from neuronhelpers.core.versions import __version__  # noqa: F401 - the one source is core/versions.py
 
 
 def load_results(path, *, validate: bool = True):

@@ -9,6 +9,8 @@ from importlib import metadata
 
 from neuronhelpers.core.backends import Backend
 
+__version__ = "0.2.0"  # neuronhelpers' own version, the one source: pyproject reads it, every row records it
+
 # Distributions whose versions identify a result (besides the full freeze kept in every row).
 CORE_PACKAGES = ("torch", "transformers", "accelerate", "torch-neuronx", "neuronx-cc", "huggingface-hub")
 
@@ -65,3 +67,15 @@ def neuron_sdk_release() -> str | None:
         return None
     release = ".".join(installed.split("+")[0].split(".")[:3])
     return TORCH_NEURONX_SDK.get(release)
+
+
+def version_columns(backend: Backend, library: str) -> dict:
+    """The row columns that say what a result was tested with: backend, compiler and its version (``neuronx_cc``
+    too on Trainium), the library and its version, torch, torch-neuronx and the Neuron SDK. Every row builder
+    (a run, an UNTESTED or an EXCLUDED row) takes them from here."""
+    compiler, compiler_version = compiler_for(backend)
+    core = core_versions()
+    return dict(backend=backend.name, compiler=compiler, compiler_version=compiler_version,
+                neuronx_cc=core["neuronx-cc"] if compiler == "neuronx-cc" else None,
+                library=library, library_version=library_version(library), torch=core["torch"],
+                torch_neuronx=core["torch-neuronx"], neuron_sdk=neuron_sdk_release())

@@ -1,7 +1,10 @@
-"""The result vocabulary: the one definition of what a row's task, result, stage and verification can be.
+"""The result vocabulary: the one definition of what a row's task, result, stage, verification, parallelism and
+library can be, and which library tests which task.
 
-Everything else (harness, dataset validation, card, explorer) reads these tables; the dataset card's
-explanations are generated from the descriptions here. Taught in notebook 04.
+Everything else (harness, dataset validation, card, explorer) reads these names and tables; no other module of the
+package spells one of these words as a literal (the rendered run.py, which must be self-contained, is the one
+exception, and a test checks that every word it writes is defined here). The dataset card's explanations are
+generated from the descriptions here. Taught in notebook 04.
 """
 
 # Tasks the catalog tests (the Hub's pipeline tags).
@@ -37,42 +40,80 @@ RESULTS = {
     "model's: `stage` says which (see Untested reasons) and `error` says what to do. Neither a PASS nor a FAIL.",
 }
 
+# Where a FAIL happened: the row's `stage`.
+STAGE_LOAD = "load"
+STAGE_COMPILE = "compile"
+STAGE_RUN = "run"
+STAGE_OOM = "oom"
+STAGE_TIMEOUT = "timeout"
+STAGE_MISMATCH = "mismatch"
+STAGE_REFERENCE = "reference"
 STAGES = {
-    "load": "from_pretrained of the model, tokenizer or processor failed, or the checkpoint could not be placed on the device.",
-    "compile": "torch.compile with the backend's compiler failed while tracing or compiling the forward pass.",
-    "run": "The compiled model failed while generating, or the process crashed (e.g. a segmentation fault).",
-    "oom": "The run exhausted device or host memory.",
-    "timeout": "The run did not finish within its time limit and was stopped.",
-    "mismatch": "The outputs differ from the CPU reference beyond what the check allows: generated tokens at a position "
+    STAGE_LOAD: "from_pretrained of the model, tokenizer or processor failed, or the checkpoint could not be placed on the device.",
+    STAGE_COMPILE: "torch.compile with the backend's compiler failed while tracing or compiling the forward pass.",
+    STAGE_RUN: "The compiled model failed while generating, or the process crashed (e.g. a segmentation fault).",
+    STAGE_OOM: "The run exhausted device or host memory.",
+    STAGE_TIMEOUT: "The run did not finish within its time limit and was stopped.",
+    STAGE_MISMATCH: "The outputs differ from the CPU reference beyond what the check allows: generated tokens at a position "
     "where the reference was not near a tie, or embeddings / an image beyond the dtype's tolerance.",
-    "reference": "The CPU eager reference run itself failed; the model's device run is not blamed.",
+    STAGE_REFERENCE: "The CPU eager reference run itself failed; the model's device run is not blamed.",
 }
 
 # Why a row is UNTESTED: it goes in the row's `stage` column (FAIL rows use STAGES).
+UNTESTED_TWIN = "twin"
+UNTESTED_DEPENDENCY = "dependency"
+UNTESTED_INFRASTRUCTURE = "infrastructure"
 UNTESTED_STAGES = {
-    "twin": "No tiny twin of the architecture could be built and run eagerly here (its config cannot be shrunk, "
+    UNTESTED_TWIN: "No tiny twin of the architecture could be built and run eagerly here (its config cannot be shrunk, "
     "its processor cannot be built offline, it is not a text model despite the mapping, ...).",
-    "dependency": "The model needs a package that is not installed where the test ran (the error names it); "
+    UNTESTED_DEPENDENCY: "The model needs a package that is not installed where the test ran (the error names it); "
     "install it and run again.",
-    "infrastructure": "The machines running the test failed it: a worker node or process died repeatedly, or no node of "
+    UNTESTED_INFRASTRUCTURE: "The machines running the test failed it: a worker node or process died repeatedly, or no node of "
     "the cluster has the cores its plan needs; the model itself never reported a result, and the next sweep runs it "
     "again.",
 }
 
 # Verification: how a PASS was established.
+EXACT = "exact"
+NEAR_TIE = "near_tie"
+WITHIN_TOLERANCE = "within_tolerance"
+JUDGE_LM = "judge_lm"
+JUDGE_LEXICAL = "judge_lexical"
 VERIFICATIONS = {
-    "exact": "All generated tokens equal those of a CPU eager run of the same checkpoint, dtype and prompt.",
-    "near_tie": "The tokens first differ from the CPU reference at a position where the reference's top-1/top-2 "
+    EXACT: "All generated tokens equal those of a CPU eager run of the same checkpoint, dtype and prompt.",
+    NEAR_TIE: "The tokens first differ from the CPU reference at a position where the reference's top-1/top-2 "
     "logit margin is under the near-tie tolerance and the device's token is in the reference's top-k; "
     "`first_divergence` and `divergence_margin` give where and by how much.",
-    "within_tolerance": "The outputs (embeddings, an image) differ from a CPU eager run of the same checkpoint and "
+    WITHIN_TOLERANCE: "The outputs (embeddings, an image) differ from a CPU eager run of the same checkpoint and "
     "inputs by no more than the tolerance stated for the dtype; `tolerance`, `max_abs_diff` and the library's own "
     "figure (`min_cosine` for embeddings, `psnr_db` for images) record it.",
-    "judge_lm": "Sharded run without an affordable CPU reference: a small causal LM (the row's `judge`) scored the "
+    JUDGE_LM: "Sharded run without an affordable CPU reference: a small causal LM (the row's `judge`) scored the "
     "text as sound English.",
-    "judge_lexical": "Sharded run without an affordable CPU reference and without an LM judge: a word-frequency "
+    JUDGE_LEXICAL: "Sharded run without an affordable CPU reference and without an LM judge: a word-frequency "
     "judge found the text to be sound English.",
 }
+
+# How a model's weights were spread over cores: the row's `parallelism`.
+NO_PARALLELISM = "none"
+TENSOR_PARALLEL = "tp"
+EXPERT_PARALLEL = "ep"
+PARALLELISMS = {
+    NO_PARALLELISM: "The whole model on one core.",
+    TENSOR_PARALLEL: "Tensor parallelism: each layer's weights split over the cores (transformers' TP plan).",
+    EXPERT_PARALLEL: "Expert parallelism: a mixture-of-experts model's experts spread over the cores, the rest replicated.",
+}
+
+# The libraries whose models the catalog tests (their PyPI names, as the row's `library`), and which one tests a task.
+TRANSFORMERS = "transformers"
+SENTENCE_TRANSFORMERS = "sentence-transformers"
+DIFFUSERS = "diffusers"
+LIBRARIES = {
+    TRANSFORMERS: "Hugging Face transformers: causal and vision-language models, generate() with a static KV cache.",
+    SENTENCE_TRANSFORMERS: "sentence-transformers: embedding models, encode() of a fixed batch.",
+    DIFFUSERS: "diffusers: text-to-image pipelines, a few denoising steps and the decoder.",
+}
+LIBRARY_FOR_TASK = {TEXT_GENERATION: TRANSFORMERS, IMAGE_TEXT_TO_TEXT: TRANSFORMERS,
+                    FEATURE_EXTRACTION: SENTENCE_TRANSFORMERS, TEXT_TO_IMAGE: DIFFUSERS}
 
 # Near-tie tolerance on the reference's top-1 minus top-2 logit, by dtype: a device may legitimately pick
 # the runner-up when the two are closer than the numeric noise of that dtype.
@@ -101,8 +142,9 @@ class VocabularyError(ValueError):
 
 
 def check_value(kind: str, value) -> None:
-    """Raise VocabularyError naming the value when it is not in the vocabulary (None is allowed for stage/verification)."""
-    table = {"result": RESULTS, "stage": {**STAGES, **UNTESTED_STAGES}, "verification": VERIFICATIONS}[kind]
+    """Raise VocabularyError naming the value when it is not in the vocabulary (None is allowed for all but the result)."""
+    table = {"result": RESULTS, "stage": {**STAGES, **UNTESTED_STAGES}, "verification": VERIFICATIONS,
+             "parallelism": PARALLELISMS, "library": LIBRARIES, "task": TASKS}[kind]
     if value is None and kind != "result":
         return
     if value not in table:

@@ -55,14 +55,9 @@ class PlannedRun:
 
     def identity(self) -> dict:
         """The row columns that say what was tested with what (the resume key is taken from these)."""
-        compiler, compiler_version = versions.compiler_for(self.backend)
-        core = versions.core_versions()
         return dict(
             model_id=self.ref.model_id, task=self.ref.task, model_type=self.ref.model_type, twin_of=self.ref.twin_of,
-            backend=self.backend.name, compiler=compiler, compiler_version=compiler_version,
-            neuronx_cc=core["neuronx-cc"] if compiler == "neuronx-cc" else None,
-            library=self.library, library_version=versions.library_version(self.library),
-            torch=core["torch"], torch_neuronx=core["torch-neuronx"], neuron_sdk=versions.neuron_sdk_release(),
+            **versions.version_columns(self.backend, self.library),
             neuron_cores=None if self.plan.excluded else self.plan.cores,
             parallelism=None if self.plan.excluded else self.plan.parallelism,
             parameters=self.plan.parameters, dtype=self.params["dtype"],
@@ -86,14 +81,9 @@ def plan_run(model: str | ModelRef, *, backend: str | Backend | None = None, dty
 def untested_row(model_id: str, backend: Backend, *, stage: str, error: str, cause: str, task: str | None = None,
                  model_type: str | None = None, twin_of: str | None = None, library: str = "transformers") -> dict:
     """A row that says no verdict could be reached here, and why (never a FAIL)."""
-    compiler, compiler_version = versions.compiler_for(backend)
-    core = versions.core_versions()
     return results.new_row(
-        model_id=model_id, task=task, model_type=model_type, twin_of=twin_of, backend=backend.name, compiler=compiler,
-        compiler_version=compiler_version, neuronx_cc=core["neuronx-cc"] if compiler == "neuronx-cc" else None,
-        library=library, library_version=versions.library_version(library), torch=core["torch"],
-        torch_neuronx=core["torch-neuronx"], neuron_sdk=versions.neuron_sdk_release(), result=UNTESTED, stage=stage,
-        error=error, cause=cause, packages=versions.installed_packages())
+        model_id=model_id, task=task, model_type=model_type, twin_of=twin_of, **versions.version_columns(backend, library),
+        result=UNTESTED, stage=stage, error=error, cause=cause, packages=versions.installed_packages())
 
 
 def prepare_run(model: str | ModelRef, *, backend: str | Backend | None = None, dtype: str | None = None,

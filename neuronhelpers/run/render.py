@@ -12,39 +12,15 @@ import re
 from importlib import resources
 
 from neuronhelpers.core import vocab
+from neuronhelpers.core.protocol import MAX_NEW_TOKENS, PROMPTS, SENTENCES, TASK_INPUTS  # noqa: F401 - run.py's inputs
+from neuronhelpers.core.vocab import LIBRARY_FOR_TASK
 from neuronhelpers.core.backends import Backend
 from neuronhelpers.models.resolve import ModelRef
 from neuronhelpers.core.versions import distribution_version
 
-MAX_NEW_TOKENS = 32
-# The fixed batch a sentence-embedding model encodes (feature-extraction): its "prompt".
-SENTENCES = [
-    "A robot learns to paint the sea at night.",
-    "The weather today is mild and the river runs quietly past the old mill.",
-    "Children walk to school while the baker opens his shop.",
-    "How many tokens per second does the model generate after compilation?",
-    "She said that the answer was in the book on the table.",
-    "In the morning the market fills with people who buy bread and flowers.",
-    "Trainium runs the compiled graph on its NeuronCores.",
-    "What colours do you see in this picture?",
-]
-PROMPTS = {
-    vocab.TEXT_GENERATION: "Write a short story about a robot who learns to paint.",
-    vocab.IMAGE_TEXT_TO_TEXT: "Describe this image in one sentence.",
-    vocab.FEATURE_EXTRACTION: SENTENCES,
-    vocab.TEXT_TO_IMAGE: "A robot painting the sea at night, oil on canvas.",
-}
-# Inputs beyond the prompt, per task: every sentence padded to one length (static shapes); the image's seed,
-# denoising steps and size (None: the checkpoint's native size).
-TASK_INPUTS = {
-    vocab.FEATURE_EXTRACTION: {"sequence_length": 64},
-    vocab.TEXT_TO_IMAGE: {"seed": 0, "steps": 4, "image_size": None},
-}
-# The library whose recipe tests a task, and that recipe's file in recipes/.
-LIBRARY_FOR_TASK = {vocab.TEXT_GENERATION: "transformers", vocab.IMAGE_TEXT_TO_TEXT: "transformers",
-                    vocab.FEATURE_EXTRACTION: "sentence-transformers", vocab.TEXT_TO_IMAGE: "diffusers"}
-RECIPE_FILES = {"transformers": "transformers_generate.py", "sentence-transformers": "sentence_transformers_encode.py",
-                "diffusers": "diffusers_pipeline.py"}
+# Each library's recipe file in recipes/ (which library tests a task: vocab.LIBRARY_FOR_TASK).
+RECIPE_FILES = {vocab.TRANSFORMERS: "transformers_generate.py",
+                vocab.SENTENCE_TRANSFORMERS: "sentence_transformers_encode.py", vocab.DIFFUSERS: "diffusers_pipeline.py"}
 SCAFFOLD_FILE = "scaffold.py"
 
 _PARAMS_BLOCK = re.compile(r"(# --- parameters \(rendered\) ---\n).*?(\n# --- end parameters ---)", re.S)

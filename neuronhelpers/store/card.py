@@ -10,7 +10,7 @@ from pathlib import Path
 from neuronhelpers.store import dataset
 from neuronhelpers.store import schema as results
 from neuronhelpers.core import vocab
-from neuronhelpers.run.render import MAX_NEW_TOKENS, SENTENCES, TASK_INPUTS
+from neuronhelpers.core.protocol import MAX_NEW_TOKENS, SENTENCES, TASK_INPUTS
 
 
 def render_card(title: str = "neuronhelpers results: Hugging Face models on AWS Trainium") -> str:

@@ -188,6 +188,14 @@ def recorded_keys(folder) -> set[tuple]:
     return {results.resume_key(dict(zip(results.RESUME_KEY, values))) for values in columns.values.tolist()}
 
 
+def newest_per_model(df, key: str | list[str] = "model_id"):
+    """Each model's newest row (by ``timestamp``; rows without one count as oldest, and among equals the later row
+    in the frame wins). The one rule every view, plot and diff uses. ``key`` may add columns (e.g. the task)."""
+    if "timestamp" in df:
+        df = df.sort_values("timestamp", na_position="first", kind="stable")
+    return df.drop_duplicates(key, keep="last")
+
+
 def version_pairs(df) -> list[tuple[str, str, str]]:
     """The (library, compiler version, library version) pairs in a results frame, newest first: by compiler
     version, then library version, ordered as versions, not as text (2.14.1 after 2.9.0)."""

@@ -10,7 +10,7 @@ import datetime as _dt
 
 import pyarrow as pa
 
-from neuronhelpers import __version__
+from neuronhelpers.core.versions import __version__
 from neuronhelpers.core import vocab
 
 HARNESS_VERSION = __version__
