@@ -80,7 +80,9 @@ def neuron_device_present() -> bool:
 
 
 def detect_backend() -> str:
-    forced = os.environ.get("NEURONHELPERS_BACKEND")
+    from neuronhelpers.core.settings import forced_backend
+
+    forced = forced_backend()
     if forced:
         return get_backend(forced).name
     if neuron_device_present():

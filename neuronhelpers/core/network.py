@@ -13,10 +13,12 @@ import os
 import socket
 from urllib.parse import urlparse
 
+from neuronhelpers.core.settings import HUB_UNREACHABLE_ENV
+
 PROBE_TIMEOUT_S = 2.0
 _TRUE = ("1", "true", "yes", "on")
 # Set (for this process and its children) when offline mode was switched on because the probe failed.
-UNREACHABLE_MARK = "NEURONHELPERS_HUB_UNREACHABLE"
+UNREACHABLE_MARK = HUB_UNREACHABLE_ENV
 _decided: dict[str, bool] = {}  # endpoint -> reachable, decided once per process
 
 

@@ -1,22 +1,105 @@
-"""Defaults that more than one stage uses, defined once: the home folder, timeouts, and the published artefacts.
+"""Settings, defined once: every environment variable the package reads, with its default and what it does, and the
+defaults more than one stage uses (the home folder, timeouts, the published artefacts).
 
-Every default can be changed by an environment variable (named next to it) or a command-line option.
-
-Taught in notebook 05 (the published artefacts).
+Every ``NEURONHELPERS_*`` variable is read here and nowhere else (a test walks the package and fails on a read
+elsewhere); a function returns each value when it is needed, never at import time, so a notebook or a test can set
+a variable and see it take effect. ``neuronhelpers doctor`` lists them with their current values
+(:func:`describe`). Taught in notebook 05 (the published artefacts).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-# Where twins, compile caches, reference results, rankings snapshots and run folders live.
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    default: str | None  # None: unset unless given (the description says what happens then)
+    what: str
+
+
 HOME_ENV = "NEURONHELPERS_HOME"
+BACKEND_ENV = "NEURONHELPERS_BACKEND"
+FORK_SERVER_ENV = "NEURONHELPERS_FORK_SERVER"
+JUDGE_MODEL_ENV = "NEURONHELPERS_JUDGE_MODEL"
+HUB_UNREACHABLE_ENV = "NEURONHELPERS_HUB_UNREACHABLE"
+
+VARIABLES = {v.name: v for v in (
+    Variable(HOME_ENV, "~/.cache/neuronhelpers",
+             "where twins, compile caches, CPU references, rankings snapshots and run folders live"),
+    Variable(BACKEND_ENV, None, "force a backend (neuron, cuda or cpu) instead of detecting one"),
+    Variable("NEURONHELPERS_DATASET", "aws-neuron/torch-neuronx-model-support", "the published results dataset (Hub id)"),
+    Variable("NEURONHELPERS_CACHE_BUCKET", "aws-neuron/torch-neuronx-neff-cache",
+             "the Hub bucket of prebuilt compile caches, one neuronxcc-<version> folder per compiler version"),
+    Variable("NEURONHELPERS_RESULTS", "results", "the results folder the explorer app (neuronhelpers app) opens"),
+    Variable("NEURONHELPERS_CORE_GIB", "24", "memory of one core in GiB where the backend does not say (cpu, cuda)"),
+    Variable("NEURONHELPERS_HOST_GIB", None, "host memory a CPU reference may use, in GiB (default: half of this machine's RAM)"),
+    Variable("NEURONHELPERS_NEURON_CORES", "16", "NeuronCores a local sweep shares out among its parallel jobs"),
+    Variable(FORK_SERVER_ENV, "1", "0 turns the pre-imported fork server off: every run starts a fresh Python"),
+    Variable(JUDGE_MODEL_ENV, "HuggingFaceTB/SmolLM2-135M-Instruct", "the causal LM that judges the text of sharded runs"),
+    Variable(HUB_UNREACHABLE_ENV, None, "set by the package when the Hub probe failed and offline mode was switched on; "
+             "not for users"),
+)}
+
+
+def value(name: str) -> str | None:
+    """The variable's value, or its default (unset and empty count the same)."""
+    return os.environ.get(name) or VARIABLES[name].default
+
+
+def describe() -> list[tuple[str, str, str]]:
+    """(name, current value or '(unset)', what it does) for every variable: what ``doctor`` prints."""
+    out = []
+    for v in VARIABLES.values():
+        unset = f"(default {v.default})" if v.default else "(unset)"
+        out.append((v.name, os.environ.get(v.name) or unset, v.what))
+    return out
 
 
 def home() -> Path:
     """``NEURONHELPERS_HOME``, default ``~/.cache/neuronhelpers``."""
-    return Path(os.environ.get(HOME_ENV) or Path.home() / ".cache" / "neuronhelpers")
+    return Path(os.path.expanduser(value(HOME_ENV)))
+
+
+def forced_backend() -> str | None:
+    return os.environ.get(BACKEND_ENV) or None
+
+
+def dataset_repo() -> str:
+    return value("NEURONHELPERS_DATASET")
+
+
+def cache_bucket() -> str:
+    return value("NEURONHELPERS_CACHE_BUCKET")
+
+
+def results_folder() -> str:
+    return value("NEURONHELPERS_RESULTS")
+
+
+def core_gib() -> float:
+    return float(value("NEURONHELPERS_CORE_GIB"))
+
+
+def host_gib() -> float | None:
+    raw = value("NEURONHELPERS_HOST_GIB")
+    return float(raw) if raw else None
+
+
+def neuron_cores() -> int:
+    return int(value("NEURONHELPERS_NEURON_CORES"))
+
+
+def fork_server_enabled() -> bool:
+    return value(FORK_SERVER_ENV) != "0"
+
+
+def chosen_judge_model() -> str | None:
+    """The judge model a person chose (a failure to load it is then an error, not a fallback), or None."""
+    return (os.environ.get(JUDGE_MODEL_ENV) or "").strip() or None
 
 
 # How long a model's device run, and its CPU reference, may take before it is stopped.
@@ -24,7 +107,8 @@ DEFAULT_TIMEOUT_S = 900.0
 REFERENCE_TIMEOUT_S = 600.0
 
 # The published catalog: the results dataset and the bucket of prebuilt Neuron compile caches (one
-# neuronxcc-<version> folder per compiler version), synced where torch-neuronx looks by default.
-DEFAULT_DATASET = os.environ.get("NEURONHELPERS_DATASET", "aws-neuron/torch-neuronx-model-support")
-DEFAULT_CACHE_BUCKET = os.environ.get("NEURONHELPERS_CACHE_BUCKET", "aws-neuron/torch-neuronx-neff-cache")
+# neuronxcc-<version> folder per compiler version), synced where torch-neuronx looks by default. Read once, at
+# import, because they are default argument values (the functions above read the variables afresh).
+DEFAULT_DATASET = dataset_repo()
+DEFAULT_CACHE_BUCKET = cache_bucket()
 NEFF_CACHE_DIR = "/tmp/neff_cache"  # torch-neuronx's default TORCH_NEURONX_NEFF_CACHE_DIR

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
+from neuronhelpers.core.vocab import TRANSFORMERS
 from neuronhelpers.core.backends import Backend
 
 __version__ = "0.2.0"  # neuronhelpers' own version, the one source: pyproject reads it, every row records it
@@ -45,7 +46,7 @@ def compiler_for(backend: Backend) -> tuple[str, str | None]:
     return "inductor", torch.split("+")[0] if torch else None
 
 
-def library_version(library: str = "transformers") -> str | None:
+def library_version(library: str = TRANSFORMERS) -> str | None:
     return distribution_version(library)
 
 

@@ -97,10 +97,12 @@ VERIFICATIONS = {
 NO_PARALLELISM = "none"
 TENSOR_PARALLEL = "tp"
 EXPERT_PARALLEL = "ep"
+TENSOR_AND_EXPERT_PARALLEL = "tp+ep"
 PARALLELISMS = {
     NO_PARALLELISM: "The whole model on one core.",
     TENSOR_PARALLEL: "Tensor parallelism: each layer's weights split over the cores (transformers' TP plan).",
     EXPERT_PARALLEL: "Expert parallelism: a mixture-of-experts model's experts spread over the cores, the rest replicated.",
+    TENSOR_AND_EXPERT_PARALLEL: "Both: attention split by its TP plan and the experts spread over the same cores.",
 }
 
 # The libraries whose models the catalog tests (their PyPI names, as the row's `library`), and which one tests a task.

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuronhelpers.core import vocab
 from neuronhelpers.twins import build as twins
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.vocab import FEATURE_EXTRACTION, IMAGE_TEXT_TO_TEXT, TASKS, TEXT_GENERATION, TEXT_TO_IMAGE
@@ -109,10 +110,10 @@ def library_of_folder(folder: Path) -> str:
     """Which library a checkpoint folder is for: diffusers (model_index.json), sentence-transformers (modules.json),
     else transformers."""
     if (folder / "model_index.json").is_file():
-        return "diffusers"
+        return vocab.DIFFUSERS
     if (folder / "modules.json").is_file():
-        return "sentence-transformers"
-    return "transformers"
+        return vocab.SENTENCE_TRANSFORMERS
+    return vocab.TRANSFORMERS
 
 
 def _read_json(model: str, path: Path) -> dict | list:
@@ -124,9 +125,9 @@ def _read_json(model: str, path: Path) -> dict | list:
 
 def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str, path: str | None = None) -> ModelRef:
     library = library_of_folder(folder)
-    if library == "diffusers":
+    if library == vocab.DIFFUSERS:
         return _checked_pipeline(model, folder, task, trust_remote_code, model_id=model_id, path=path)
-    if library == "sentence-transformers":
+    if library == vocab.SENTENCE_TRANSFORMERS:
         return _checked_sentence_transformer(model, folder, task, trust_remote_code, model_id=model_id, path=path)
     config_file = folder / "config.json"
     if not config_file.is_file():

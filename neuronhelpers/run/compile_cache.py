@@ -68,7 +68,8 @@ def sync_command(compiler: str, compiler_version: str | None, *, bucket: str = D
     if compiler == "neuronx-cc":
         target = "${TORCH_NEURONX_NEFF_CACHE_DIR:-" + NEFF_CACHE_DIR + "}"
     else:
-        target = "${TORCHINDUCTOR_CACHE_DIR:-~/.cache/neuronhelpers/compile-cache/cpu/" + key + "}"
+        # where this package keeps the cache on the reader's machine (their NEURONHELPERS_HOME), not on ours
+        target = "${TORCHINDUCTOR_CACHE_DIR:-${NEURONHELPERS_HOME:-~/.cache/neuronhelpers}/compile-cache/cpu/" + key + "}"
     return f"hf buckets sync hf://buckets/{bucket}/{key} {target}"
 
 

@@ -27,7 +27,7 @@ import threading
 import time
 
 # Variables a child may set differently from the server: read when used, never at import time.
-PER_RUN_ENV = frozenset({"TORCHINDUCTOR_CACHE_DIR", "PYTHONUNBUFFERED", "TOKENIZERS_PARALLELISM", "NEURONHELPERS_RUN",
+PER_RUN_ENV = frozenset({"TORCHINDUCTOR_CACHE_DIR", "PYTHONUNBUFFERED", "TOKENIZERS_PARALLELISM",
                          "NH_TEST_FAULTS", "NEURON_RT_VISIBLE_CORES"})
 PRELOAD = ("torch", "transformers", "transformers.modeling_utils", "transformers.generation.utils",
            "transformers.models.auto.modeling_auto", "transformers.models.auto.tokenization_auto",

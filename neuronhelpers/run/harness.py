@@ -10,6 +10,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuronhelpers.core import vocab
 from neuronhelpers.run import render as recipe
 from neuronhelpers.store import schema as results
 from neuronhelpers.twins import build as twins
@@ -74,12 +75,12 @@ def plan_run(model: str | ModelRef, *, backend: str | Backend | None = None, dty
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     plan = plan_model(ref, be, dtype=dtype, forced=cores)
     params = recipe.recipe_params(ref, be, dtype=dtype, trust_remote_code=trust_remote_code,
-                                  cores=plan.cores or 1, parallelism=plan.parallelism if plan.cores else "none")
+                                  cores=plan.cores or 1, parallelism=plan.parallelism if plan.cores else vocab.NO_PARALLELISM)
     return PlannedRun(ref, be, plan, params, trust_remote_code)
 
 
 def untested_row(model_id: str, backend: Backend, *, stage: str, error: str, cause: str, task: str | None = None,
-                 model_type: str | None = None, twin_of: str | None = None, library: str = "transformers") -> dict:
+                 model_type: str | None = None, twin_of: str | None = None, library: str = vocab.TRANSFORMERS) -> dict:
     """A row that says no verdict could be reached here, and why (never a FAIL)."""
     return results.new_row(
         model_id=model_id, task=task, model_type=model_type, twin_of=twin_of, **versions.version_columns(backend, library),
@@ -98,7 +99,7 @@ def prepare_run(model: str | ModelRef, *, backend: str | Backend | None = None, 
     except twins.TwinUnavailable as exc:
         return untested_row(exc.spec.model_id, be, stage=exc.stage, error=str(exc), cause=exc.cause, task=exc.spec.task,
                             model_type=exc.spec.model_type, twin_of=exc.spec.model_type,
-                            library=recipe.LIBRARY_FOR_TASK.get(exc.spec.task, "transformers"))
+                            library=vocab.LIBRARY_FOR_TASK.get(exc.spec.task, vocab.TRANSFORMERS))
 
 
 def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | None = None, dtype: str | None = None,
@@ -159,12 +160,12 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
             [payload["peak_memory_bytes"]] if payload.get("peak_memory_bytes") is not None else None),
     )
     # The reference holds the same weights in the same dtype on the host: affordable or not.
-    if planned.library == "transformers" and plan.cores > 1 and plan.weight_bytes > host_reference_budget():
+    if planned.library == vocab.TRANSFORMERS and plan.cores > 1 and plan.weight_bytes > host_reference_budget():
         judge = make_judge(judge_model)
         judgement = judge.judge(payload.get("text") or "")
         row.update(judge=judge.name, result=PASS if judgement.ok else FAIL,
                    verification=judgement.verification if judgement.ok else None,
-                   stage=None if judgement.ok else "mismatch",
+                   stage=None if judgement.ok else vocab.STAGE_MISMATCH,
                    error=None if judgement.ok else f"the judge rejected the text: {judgement.reason}")
         if not judgement.ok:
             row["cause"] = "judge rejected the text"
@@ -182,13 +183,13 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
     if reference_payload is None:
         reference = execute(str(reference_script), ["--reference"], timeout=REFERENCE_TIMEOUT_S, env=run_env,
                             cwd=str(folder), cpus=cpus, fork=fork)
-        _save_logs(folder, "reference", reference)
+        _save_logs(folder, vocab.STAGE_REFERENCE, reference)
         if not (reference.payload and reference.payload.get("ok")):
             failure = classify_failure(reference, REFERENCE_TIMEOUT_S)
             if failure["result"] == UNTESTED:
                 row.update(failure)
             else:
-                row.update(result=FAIL, stage="reference", traceback=failure["traceback"], cause=failure["cause"],
+                row.update(result=FAIL, stage=vocab.STAGE_REFERENCE, traceback=failure["traceback"], cause=failure["cause"],
                            error=f"CPU reference failed ({failure['stage']}): {failure['error']}")
             return row
         reference_payload = reference.payload
@@ -221,10 +222,10 @@ def classify_failure(outcome: ProcessOutcome, timeout: float) -> dict:
     payload = outcome.payload
     if payload and not payload.get("ok"):
         error, trace = payload.get("error"), payload.get("traceback") or outcome.stderr[-20000:]
-        stage = payload.get("stage") or "run"
-        package = missing_package(error, trace) if stage in ("load", "reference") else None
+        stage = payload.get("stage") or vocab.STAGE_RUN
+        package = missing_package(error, trace) if stage in (vocab.STAGE_LOAD, vocab.STAGE_REFERENCE) else None
         if package:
-            return {"result": UNTESTED, "stage": "dependency", "cause": f"missing package: {package}", "traceback": trace,
+            return {"result": UNTESTED, "stage": vocab.UNTESTED_DEPENDENCY, "cause": f"missing package: {package}", "traceback": trace,
                     "error": f"needs the package '{package}', which is not installed here ({error}): "
                              f"pip install {package}, then run it again"}
         guard = failing_guard(payload.get("recompile_reasons"))
@@ -234,18 +235,19 @@ def classify_failure(outcome: ProcessOutcome, timeout: float) -> dict:
                 "cause": failure_cause(payload.get("error_type"), error, trace, payload.get("recompile_reasons"))}
     tail = outcome.stderr[-20000:]
     if outcome.timed_out:
-        return {"result": FAIL, "stage": "timeout", "error": f"no result within {timeout:g} s; the run was stopped",
+        return {"result": FAIL, "stage": vocab.STAGE_TIMEOUT, "error": f"no result within {timeout:g} s; the run was stopped",
                 "traceback": tail, "cause": "timeout"}
     sig = outcome.signal_name
     if sig == "SIGKILL":
         # Killed from outside without our timeout: the kernel's out-of-memory killer.
-        return {"result": FAIL, "stage": "oom", "error": "the process was killed (SIGKILL), most likely out of memory",
+        return {"result": FAIL, "stage": vocab.STAGE_OOM, "error": "the process was killed (SIGKILL), most likely out of memory",
                 "traceback": tail, "cause": "killed (SIGKILL): out of memory"}
     if sig:
-        return {"result": FAIL, "stage": "run", "error": f"the process died with {sig}", "traceback": tail,
+        return {"result": FAIL, "stage": vocab.STAGE_RUN, "error": f"the process died with {sig}", "traceback": tail,
                 "cause": f"process died with {sig}"}
     last = _meaningful_last_line(outcome.stderr) or f"exit status {outcome.returncode} without a result line"
-    stage = "oom" if ("MemoryError" in last or any(w in last.lower() for w in MEMORY_WORDS)) else "run"
+    memory = "MemoryError" in last or any(w in last.lower() for w in MEMORY_WORDS)
+    stage = vocab.STAGE_OOM if memory else vocab.STAGE_RUN
     error_type = last.split(":", 1)[0] if ":" in last else None
     return {"result": FAIL, "stage": stage, "error": last, "traceback": tail,
             "cause": failure_cause(error_type, last, tail)}
@@ -264,7 +266,7 @@ def summary_line(row: dict) -> str:
     if row.get("stage"):
         parts.append(f"at {row['stage']}")
     parts.append(f"cores={row.get('neuron_cores')}")
-    if row.get("parallelism") not in (None, "none"):
+    if row.get("parallelism") not in (None, vocab.NO_PARALLELISM):
         parts.append(f"({row['parallelism']})")
     if row.get("wall_s") is not None:
         parts.append(f"wall={row['wall_s']:.1f}s")

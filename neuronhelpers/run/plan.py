@@ -20,7 +20,9 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from neuronhelpers.core import vocab
 from neuronhelpers.core.backends import GiB, Backend
+from neuronhelpers.core import settings
 from neuronhelpers.core.errors import UserError
 
 CORE_COUNTS = (1, 2, 4, 8, 16)
@@ -54,13 +56,13 @@ def core_bytes(backend: Backend) -> int:
     """Memory of one core: 24 GiB on trn2 (LNC=2); elsewhere NEURONHELPERS_CORE_GIB (default the same 24)."""
     if backend.bytes_per_core is not None:
         return backend.bytes_per_core
-    return int(float(os.environ.get("NEURONHELPERS_CORE_GIB", "24")) * GiB)
+    return int(settings.core_gib() * GiB)
 
 
 def host_reference_budget() -> int:
     """Host memory a CPU reference may use (NEURONHELPERS_HOST_GIB, default half of this machine's RAM)."""
-    if os.environ.get("NEURONHELPERS_HOST_GIB"):
-        return int(float(os.environ["NEURONHELPERS_HOST_GIB"]) * GiB)
+    if settings.host_gib() is not None:
+        return int(settings.host_gib() * GiB)
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
@@ -218,7 +220,7 @@ def splits(config, cores: int) -> tuple[str | None, str]:
     """How the architecture splits over ``cores``: (parallelism or None, why)."""
     text = _text(config)
     if cores == 1:
-        return "none", "one core: no split"
+        return vocab.NO_PARALLELISM, "one core: no split"
     if config is None:  # a sentence-transformers model or diffusers pipeline: the recipe runs it whole on one core
         return None, "the sentence-transformers and diffusers recipes run a model whole on one core: cannot be split"
     has_tp = bool(getattr(text, "base_model_tp_plan", None))
@@ -231,12 +233,12 @@ def splits(config, cores: int) -> tuple[str | None, str]:
         if experts:
             if experts % cores:
                 return None, f"TP+EP over {cores}: {experts} experts are not divisible by {cores}"
-            return "tp+ep", f"TP+EP over {cores}: {heads} heads, {kv_heads} kv heads and {experts} experts divide evenly"
-        return "tp", f"TP over {cores}: {heads} heads and {kv_heads} kv heads divide evenly"
+            return vocab.TENSOR_AND_EXPERT_PARALLEL, f"TP+EP over {cores}: {heads} heads, {kv_heads} kv heads and {experts} experts divide evenly"
+        return vocab.TENSOR_PARALLEL, f"TP over {cores}: {heads} heads and {kv_heads} kv heads divide evenly"
     if experts:  # no TP plan: the experts alone are split
         if experts % cores:
             return None, f"EP over {cores}: {experts} experts are not divisible by {cores}"
-        return "ep", f"EP over {cores}: no TP plan in transformers; {experts} experts divide evenly"
+        return vocab.EXPERT_PARALLEL, f"EP over {cores}: no TP plan in transformers; {experts} experts divide evenly"
     return None, f"no tensor-parallel plan in transformers for '{text.model_type}' and no experts: cannot be split"
 
 
@@ -253,7 +255,7 @@ def plan_cores(config, parameters: int, *, dtype: str, core_memory: int, forced:
     weight_bytes = parameters * DTYPE_BYTES[dtype]
     usable = int(core_memory * (1 - HEADROOM))
     needed = max(1, math.ceil(weight_bytes / usable))
-    plan = Plan(None, "none", weight_bytes, source, parameters, core_memory)
+    plan = Plan(None, vocab.NO_PARALLELISM, weight_bytes, source, parameters, core_memory)
     plan.reasons.append(f"weights: {_count(parameters)} parameters x {DTYPE_BYTES[dtype]} bytes ({dtype}) = "
                         f"{weight_bytes / GiB:.2f} GiB ({source})")
     plan.reasons.append(f"per core: {core_memory / GiB:.0f} GiB, of which {usable / GiB:.1f} GiB for weights "
@@ -324,7 +326,7 @@ def library_parameters_of(model) -> tuple[int, str]:
         count = hub_pipeline_parameters(model.path, parts) if parts is not None else None
         if count:
             return count, "Hub safetensors metadata of every component"
-    if model.task != "text-to-image":
+    if model.task != vocab.TEXT_TO_IMAGE:
         config = transformers.AutoConfig.from_pretrained(model.path)
         return estimate_parameters(config), "estimated from the transformer's config"
     raise UserError(f"cannot count the weights of '{model.model_id}' here: no safetensors in the folder and the Hub's "
@@ -337,8 +339,8 @@ def per_rank_layout(config, cores: int, parallelism: str) -> dict:
     heads = text.num_attention_heads
     kv = getattr(text, "num_key_value_heads", None) or heads
     experts = _experts(config)
-    tp = parallelism.startswith("tp")
-    ep = "ep" in parallelism
+    tp = parallelism in (vocab.TENSOR_PARALLEL, vocab.TENSOR_AND_EXPERT_PARALLEL)
+    ep = parallelism in (vocab.EXPERT_PARALLEL, vocab.TENSOR_AND_EXPERT_PARALLEL)
     return {
         "cores": cores,
         "parallelism": parallelism,

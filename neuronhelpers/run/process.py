@@ -16,6 +16,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from neuronhelpers.core import settings
+from neuronhelpers.core.settings import FORK_SERVER_ENV  # noqa: F401 - tests turn the server on and off with it
 from neuronhelpers.run.recipes.scaffold import die_with_parent
 
 
@@ -147,13 +149,13 @@ def _execute_forked(server, argv: list[str], timeout: float, env: dict, cwd: str
 # sends the parent-death signal when the thread that started a child ends), stopped at exit.
 # ------------------------------------------------------------------------------------------------
 
-FORK_SERVER_ENV = "NEURONHELPERS_FORK_SERVER"  # "0" turns the fork server off (every run starts a fresh Python)
 _server_lock = threading.Lock()
 _server = None
 
 
 def fork_server_enabled() -> bool:
-    return os.environ.get(FORK_SERVER_ENV, "1") != "0"
+    """NEURONHELPERS_FORK_SERVER=0 turns the fork server off (every run starts a fresh Python)."""
+    return settings.fork_server_enabled()
 
 
 def shared_fork_server():

@@ -15,6 +15,7 @@ import json
 import os
 from pathlib import Path
 
+from neuronhelpers.core import vocab
 from neuronhelpers.core.settings import home
 from neuronhelpers.run.render import template_text
 from neuronhelpers.core.versions import distribution_version
@@ -51,7 +52,7 @@ def reference_key(params: dict) -> str | None:
     identity = checkpoint_identity(params["model_path"])
     if identity is None:
         return None
-    library = params.get("library", "transformers")
+    library = params.get("library", vocab.TRANSFORMERS)
     blob = {
         "checkpoint": identity,
         "params": {k: v for k, v in params.items() if k not in _DEVICE_PARAMS and k != "model_path"},
@@ -71,7 +72,7 @@ def cached_reference(key: str | None) -> dict | None:
         payload = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return payload if payload.get("ok") and payload.get("mode") == "reference" else None
+    return payload if payload.get("ok") and payload.get("mode") == vocab.STAGE_REFERENCE else None
 
 
 def store_reference(key: str | None, payload: dict) -> None:

@@ -42,7 +42,7 @@ def _sections(text: str) -> tuple[str, list[tuple[str, str]]]:
     return preamble, sections
 
 
-def template_text(library: str = "transformers") -> str:
+def template_text(library: str = vocab.TRANSFORMERS) -> str:
     """The run.py of a library with an empty parameters block: scaffold and recipe in reading order."""
     _, scaffold = _sections(recipe_source(SCAFFOLD_FILE))
     docstring, recipe = _sections(recipe_source(RECIPE_FILES[library]))
@@ -59,12 +59,12 @@ def template_text(library: str = "transformers") -> str:
 
 
 def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None, trust_remote_code: bool = False,
-                  revision: str | None = None, cores: int = 1, parallelism: str = "none") -> dict:
+                  revision: str | None = None, cores: int = 1, parallelism: str = vocab.NO_PARALLELISM) -> dict:
     """The parameters that make the template this model's run.py."""
-    if (cores > 1) != (parallelism != "none"):
+    if (cores > 1) != (parallelism != vocab.NO_PARALLELISM):
         raise ValueError(f"{cores} core(s) with parallelism '{parallelism}' is not a plan")
     library = LIBRARY_FOR_TASK[model.task]
-    generates = library == "transformers"  # generation settings belong to the transformers recipe only
+    generates = library == vocab.TRANSFORMERS  # generation settings belong to the transformers recipe only
     params = {
         "model_id": model.model_id,
         "model_path": model.path,
@@ -90,7 +90,7 @@ def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None
 def render_run_py(params: dict) -> str:
     """The standalone run.py for these parameters (see ``recipe_params``)."""
     block = "PARAMS = {\n" + "".join(f"    {key!r}: {value!r},\n" for key, value in params.items()) + "}"
-    template = template_text(params.get("library", "transformers"))
+    template = template_text(params.get("library", vocab.TRANSFORMERS))
     text, count = _PARAMS_BLOCK.subn(lambda m: m.group(1) + block + m.group(2), template, count=1)
     if count != 1:
         raise RuntimeError("recipes/scaffold.py lost its parameters block")
@@ -123,7 +123,7 @@ def render_requirements(backend: Backend, task: str) -> str:
                      + ", ".join(pin(n) for n in (*torch_family, "torch-neuronx", "neuronx-cc")))
     else:
         lines += [pin(n) for n in torch_family]
-    lines += [pin(LIBRARY_FOR_TASK[task])] if LIBRARY_FOR_TASK[task] != "transformers" else []
+    lines += [pin(LIBRARY_FOR_TASK[task])] if LIBRARY_FOR_TASK[task] != vocab.TRANSFORMERS else []
     lines += [pin("transformers"), pin("accelerate"), pin("safetensors"), pin("tokenizers")]
     if task == vocab.IMAGE_TEXT_TO_TEXT:
         lines.append(pin("pillow"))

@@ -39,7 +39,7 @@ def _safe(part) -> str:
 def version_pair_file(row: dict) -> str:
     """Relative path of the Parquet file a row belongs to: data/<compiler>-<version>__<library>-<version>.parquet."""
     compiler = f"{row.get('compiler') or 'unknown'}-{row.get('compiler_version') or 'unknown'}"
-    library = f"{row.get('library') or 'transformers'}-{row.get('library_version') or 'unknown'}"
+    library = f"{row.get('library') or vocab.TRANSFORMERS}-{row.get('library_version') or 'unknown'}"
     return f"{DATA_DIR}/{_safe(compiler)}__{_safe(library)}.parquet"
 
 
@@ -226,7 +226,7 @@ def select_pair(df, pair: str | None):
         compiler = versions.compiler_for(get_backend("auto"))[1]
         installed = {lib: versions.library_version(lib) for lib in df["library"].dropna().unique()}
         mine = df.library.map(installed) == df.library_version
-        return df[(df.compiler_version == compiler) & mine], (compiler, versions.library_version("transformers"))
+        return df[(df.compiler_version == compiler) & mine], (compiler, versions.library_version(vocab.TRANSFORMERS))
     if pair == "newest":  # the newest compiler, and under it each library's newest release
         pairs = version_pairs(df)
         if not pairs:
@@ -237,7 +237,7 @@ def select_pair(df, pair: str | None):
             if compiler_version == compiler:
                 newest.setdefault(library, library_version)
         keep = (df.compiler_version == compiler) & (df.library.map(newest) == df.library_version)
-        return df[keep], (compiler, newest.get("transformers") or next(iter(newest.values())))
+        return df[keep], (compiler, newest.get(vocab.TRANSFORMERS) or next(iter(newest.values())))
     else:
         parts = [p.strip() for p in pair.split(",")]
         if len(parts) != 2:

@@ -20,18 +20,19 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuronhelpers.core import vocab
+from neuronhelpers.core import settings
 from neuronhelpers.core.errors import UserError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_JUDGE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
-JUDGE_MODEL_ENV = "NEURONHELPERS_JUDGE_MODEL"
+JUDGE_MODEL_ENV = settings.JUDGE_MODEL_ENV
+DEFAULT_JUDGE_MODEL = settings.VARIABLES[JUDGE_MODEL_ENV].default
 COMMON_WORDS_FILE = "common_words.json"
 
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
@@ -130,7 +131,7 @@ class LexicalJudge:
     """Offline word-frequency judge. Accepts text whose words are mostly real and partly common English,
     and not a repetition loop. It does not read word order."""
 
-    verification = "judge_lexical"
+    verification = vocab.JUDGE_LEXICAL
     name = "lexical"
 
     def __init__(self, min_common: float = 0.2, min_wordlike: float = 0.6, min_distinct: float = 0.4):
@@ -151,7 +152,7 @@ class LexicalJudge:
 
 def default_judge_model() -> str:
     """The judge model used when none is given: ``$NEURONHELPERS_JUDGE_MODEL`` or ``DEFAULT_JUDGE_MODEL``."""
-    return os.environ.get(JUDGE_MODEL_ENV, "").strip() or DEFAULT_JUDGE_MODEL
+    return settings.chosen_judge_model() or DEFAULT_JUDGE_MODEL
 
 
 def _resolve_judge_model(model: str, revision: str | None) -> tuple[str, str, str | None]:
@@ -190,7 +191,7 @@ class LMJudge:
     very likely.
     """
 
-    verification = "judge_lm"
+    verification = vocab.JUDGE_LM
 
     def __init__(self, model: str, max_perplexity: float = 200.0, *, revision: str | None = None,
                  min_distinct: float = 0.4):
@@ -259,7 +260,7 @@ def make_judge(judge_model: str | None = None):
         try:
             return _lm_judge(default)
         except UserError as exc:
-            if os.environ.get(JUDGE_MODEL_ENV, "").strip():
+            if settings.chosen_judge_model():
                 raise  # asked for by name: say so rather than judge with something else
             log.warning("%s; judging with the lexical judge instead", exc)
     return LexicalJudge()

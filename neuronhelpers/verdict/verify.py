@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from neuronhelpers.core import vocab
 from neuronhelpers.core.vocab import EMBEDDING_TOLERANCE, FAIL, IMAGE_TOLERANCE, NEAR_TIE_MARGIN, NEAR_TIE_TOP_K, PASS
 
 
@@ -40,7 +41,7 @@ def compare_tokens(device_tokens: list[int], reference: dict, dtype: str) -> Ver
     ref_tokens = reference["tokens"]
     index = first_divergence(device_tokens, ref_tokens)
     if index is None:
-        return Verdict(PASS, None, "exact")
+        return Verdict(PASS, None, vocab.EXACT)
     tolerance = NEAR_TIE_MARGIN.get(dtype, NEAR_TIE_MARGIN["float32"])
     margin = None
     top_ids = reference.get("top_ids") or []
@@ -51,13 +52,13 @@ def compare_tokens(device_tokens: list[int], reference: dict, dtype: str) -> Ver
         device_token = device_tokens[index]
         in_top_k = device_token in top_ids[index][:NEAR_TIE_TOP_K]
         if margin is not None and margin < tolerance and in_top_k:
-            return Verdict(PASS, None, "near_tie", index, margin)
+            return Verdict(PASS, None, vocab.NEAR_TIE, index, margin)
     else:
         device_token = None
     detail = f"token {index} is {device_token}, the CPU reference has {ref_tokens[index] if index < len(ref_tokens) else 'nothing'}"
     if margin is not None:
         detail += f" (reference top-1/top-2 margin {margin:.4g}, near-tie tolerance {tolerance:g})"
-    return Verdict(FAIL, "mismatch", None, index, margin, f"tokens diverge from the CPU reference: {detail}")
+    return Verdict(FAIL, vocab.STAGE_MISMATCH, None, index, margin, f"tokens diverge from the CPU reference: {detail}")
 
 
 def verify_tokens(params: dict, payload: dict, reference: dict) -> dict:
@@ -75,10 +76,10 @@ def _graded(exact: bool, within: bool, figures: dict, tolerance: float, what: st
     """Row columns for outputs compared as numbers: exact, within the dtype's tolerance, or a mismatch."""
     columns = dict(figures, tolerance=tolerance, stage=None, error=None)
     if exact:
-        return dict(columns, result=PASS, verification="exact")
+        return dict(columns, result=PASS, verification=vocab.EXACT)
     if within:
-        return dict(columns, result=PASS, verification="within_tolerance")
-    return dict(columns, result=FAIL, verification=None, stage="mismatch", cause=f"{what} from the CPU reference",
+        return dict(columns, result=PASS, verification=vocab.WITHIN_TOLERANCE)
+    return dict(columns, result=FAIL, verification=None, stage=vocab.STAGE_MISMATCH, cause=f"{what} from the CPU reference",
                 error=f"{what} from the CPU reference beyond the {detail}")
 
 
@@ -132,8 +133,8 @@ def verify_image(params: dict, payload: dict, reference: dict) -> dict:
 
 
 # One check per library's recipe: its name -> (params, device payload, reference payload) -> row columns.
-VERIFIERS = {"transformers": verify_tokens, "sentence-transformers": verify_embeddings, "diffusers": verify_image}
+VERIFIERS = {vocab.TRANSFORMERS: verify_tokens, vocab.SENTENCE_TRANSFORMERS: verify_embeddings, vocab.DIFFUSERS: verify_image}
 
 
 def verify_outputs(params: dict, payload: dict, reference: dict) -> dict:
-    return VERIFIERS[params.get("library", "transformers")](params, payload, reference)
+    return VERIFIERS[params.get("library", vocab.TRANSFORMERS)](params, payload, reference)
