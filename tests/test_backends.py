@@ -7,16 +7,36 @@ from neuronhelpers.core.backends import BACKENDS, detect_backend, get_backend
 from neuronhelpers.core.errors import UserError
 
 
-def test_neuron_backend_uses_neuron_everywhere():
-    nb = get_backend("neuron")
-    assert (nb.device, nb.compile_backend, nb.dist_backend) == ("neuron", "neuron", "neuron")
-    assert nb.cache_env == "TORCH_NEURONX_NEFF_CACHE_DIR"
-    assert nb.bytes_per_core == 24 * 1024**3
+def _rendered_parameters(backend_name: str) -> dict:
+    """The parameters block of the run.py rendered for a twin on this backend, read back as run.py reads it."""
+    import ast
+
+    from neuronhelpers.models.resolve import ModelRef
+    from neuronhelpers.run import render
+
+    ref = ModelRef(model_id="tiny/llama", path="/nonexistent/tiny-llama", task="text-generation", model_type="llama")
+    source = render.render_run_py(render.recipe_params(ref, get_backend(backend_name), cores=2, parallelism="tp"))
+    params = next(node for node in ast.parse(source).body if isinstance(node, ast.Assign)
+                  and getattr(node.targets[0], "id", "") == "PARAMS")
+    return ast.literal_eval(params.value)
 
 
-def test_cpu_and_cuda_use_inductor_with_their_process_group_backends():
-    assert (BACKENDS["cpu"].compile_backend, BACKENDS["cpu"].dist_backend) == ("inductor", "gloo")
-    assert (BACKENDS["cuda"].compile_backend, BACKENDS["cuda"].dist_backend) == ("inductor", "nccl")
+def test_a_neuron_run_py_uses_neuron_for_device_compiler_and_process_group():
+    params = _rendered_parameters("neuron")
+    assert (params["device"], params["compile_backend"], params["dist_backend"]) == ("neuron", "neuron", "neuron")
+
+
+def test_cpu_and_cuda_run_py_compile_with_inductor_over_their_process_group_backends():
+    assert [(p["device"], p["compile_backend"], p["dist_backend"]) for p in map(_rendered_parameters, ("cpu", "cuda"))] \
+        == [("cpu", "inductor", "gloo"), ("cuda", "inductor", "nccl")]
+
+
+def test_the_neuron_compile_cache_is_torch_neuronx_own_folder(monkeypatch):
+    """The cache a neuron run is pointed at is the variable and default folder torch-neuronx reads (DESIGN 2e)."""
+    from neuronhelpers.run.compile_cache import cache_env
+
+    monkeypatch.delenv("TORCH_NEURONX_NEFF_CACHE_DIR", raising=False)
+    assert cache_env(get_backend("neuron")) == {"TORCH_NEURONX_NEFF_CACHE_DIR": "/tmp/neff_cache"}
 
 
 @pytest.mark.machine("cpu")

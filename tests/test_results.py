@@ -6,9 +6,20 @@ from neuronhelpers.store import schema as results
 from neuronhelpers.core import vocab
 
 
-def test_seed_columns_exist():
-    for name in ("model_id", "neuronx_cc", "library", "library_version", "neuron_cores", "result", "error"):
-        assert name in results.COLUMN_NAMES
+def test_the_seed_query_works_on_a_dataset_as_written(tmp_path):
+    """DESIGN's query, with plain pandas, on a folder the package wrote: the seed columns exist and hold the row."""
+    import pandas as pd
+
+    from conftest import result_row
+    from neuronhelpers.store import dataset
+
+    dataset.append_rows(tmp_path, [result_row("Qwen/Qwen3-0.6B"), result_row("tiny/llama", result="FAIL")])
+    df = pd.read_parquet(tmp_path / "data")
+    seed = df[df.model_id == "Qwen/Qwen3-0.6B"][["neuronx_cc", "library", "library_version", "neuron_cores", "result"]]
+    assert seed.drop(columns="neuronx_cc").to_dict("records") == [
+        {"library": "transformers", "library_version": "5.23.0", "neuron_cores": 1, "result": "PASS"}]
+    assert seed["neuronx_cc"].isna().all()  # an inductor row: no Neuron compiler
+    assert "error" in df.columns
 
 
 def test_a_row_becomes_a_table_with_the_schema():

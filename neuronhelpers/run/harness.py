@@ -18,12 +18,11 @@ from neuronhelpers.core import versions
 from neuronhelpers.core.backends import Backend, get_backend
 from neuronhelpers.run.compile_cache import cache_env, cache_files
 from neuronhelpers.core.settings import home
-from neuronhelpers.verdict.causes import failing_guard, failure_cause, missing_package
+from neuronhelpers.verdict.classify import classify_failure
 from neuronhelpers.verdict.judge import make_judge
 from neuronhelpers.models.resolve import ModelRef, resolve_model
 from neuronhelpers.core.network import offline_env
 from neuronhelpers.run.plan import Plan, host_reference_budget, plan_model
-from neuronhelpers.run.recipes.scaffold import MEMORY_WORDS
 from neuronhelpers.run.reference import cached_reference, reference_key, store_reference
 from neuronhelpers.run.process import ProcessOutcome, execute
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S, REFERENCE_TIMEOUT_S
@@ -118,26 +117,62 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
         model, backend=backend, dtype=dtype, trust_remote_code=trust_remote_code, cores=cores)
     if isinstance(planned, dict):
         return planned  # UNTESTED: nothing could be run
-    ref, be, plan, params = planned.ref, planned.backend, planned.plan, planned.params
-    if plan.excluded:
-        return results.new_row(**planned.identity(), result=EXCLUDED, error=plan.excluded,
+    if planned.plan.excluded:
+        return results.new_row(**planned.identity(), result=EXCLUDED, error=planned.plan.excluded,
                                packages=versions.installed_packages())
-    run_py = recipe.render_run_py(params)
-    folder = Path(workdir) if workdir else run_dir(ref.model_id)
-    folder.mkdir(parents=True, exist_ok=True)
-    script = folder / "run.py"
-    script.write_text(run_py)
-    requirements = recipe.render_requirements(be, ref.task)
-    (folder / "requirements.txt").write_text(requirements)
-    run_env = {**cache_env(be), **offline_env(), **(env or {})}
-
-    cached_before = cache_files(be)
-    fork = be.name != "neuron"  # the Neuron runtime is not known to be safe to fork after import: fresh processes
-    device = execute(str(script), timeout=timeout, env=run_env, cwd=str(folder), memory_limit_bytes=memory_limit_bytes,
-                     cpus=cpus, fork=fork)
+    folder = Path(workdir) if workdir else run_dir(planned.ref.model_id)
+    run = _RunFolder.write(planned, folder, env)
+    cached_before = cache_files(planned.backend)
+    device = execute(str(run.script), timeout=timeout, env=run.env, cwd=str(folder),
+                     memory_limit_bytes=memory_limit_bytes, cpus=cpus, fork=run.fork)
     _save_logs(folder, "device", device)
-    row = results.new_row(**planned.identity(), packages=versions.installed_packages(), run_py=run_py,
-                          requirements=requirements, wall_s=device.wall_s)
+    row = _device_row(planned, run, device)
+    if not (device.payload and device.payload.get("ok")):
+        row.update(classify_failure(device, timeout))
+        return row
+    row["cache_hit"] = cache_hit(device.payload.get("compile_cache"), cached_before, cache_files(planned.backend))
+    plan = planned.plan
+    # The reference holds the same weights in the same dtype on the host: affordable or not.
+    if planned.library == vocab.TRANSFORMERS and plan.cores > 1 and plan.weight_bytes > host_reference_budget():
+        row.update(_judged(device.payload.get("text") or "", judge_model))
+        return row
+    reference = _reference_payload(planned, run, reference_model, dtype, cpus)
+    row["reference_cached"] = reference.cached
+    if reference.failure is not None:
+        row.update(reference.failure)
+        return row
+    row.update(verify_outputs(planned.params, device.payload, reference.payload))
+    return row
+
+
+@dataclass
+class _RunFolder:
+    """A run's folder as the harness wrote it: run.py, requirements.txt, the environment and launcher it runs with."""
+
+    folder: Path
+    script: Path
+    run_py: str
+    requirements: str
+    env: dict
+    fork: bool
+
+    @classmethod
+    def write(cls, planned: PlannedRun, folder: Path, env: dict | None) -> "_RunFolder":
+        folder.mkdir(parents=True, exist_ok=True)
+        run_py = recipe.render_run_py(planned.params)
+        script = folder / "run.py"
+        script.write_text(run_py)
+        requirements = recipe.render_requirements(planned.backend, planned.ref.task)
+        (folder / "requirements.txt").write_text(requirements)
+        run_env = {**cache_env(planned.backend), **offline_env(), **(env or {})}
+        fork = planned.backend.name != "neuron"  # the Neuron runtime is not known to be safe to fork: fresh processes
+        return cls(folder, script, run_py, requirements, run_env, fork)
+
+
+def _device_row(planned: PlannedRun, run: _RunFolder, device: ProcessOutcome) -> dict:
+    """The row as far as the device run tells it: identity, run.py, timings, figures and outputs."""
+    row = results.new_row(**planned.identity(), packages=versions.installed_packages(), run_py=run.run_py,
+                          requirements=run.requirements, wall_s=device.wall_s)
     payload = device.payload or {}
     timings = payload.get("timings") or {}
     for key in ("load_s", "compile_s", "generate_s", "ttft_s", "decode_tokens_per_s"):
@@ -145,57 +180,54 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
     figures = payload.get("figures") or {}  # the other libraries' warm figures (sentences/s; seconds per step, per image)
     for key in ("items_per_s", "step_s", "image_s"):
         row[key] = figures.get(key)
+    if payload.get("ok"):
+        peak = payload.get("peak_memory_bytes")
+        row.update(retraced=payload.get("retraced"), tokens=payload.get("tokens"), text=payload.get("text"),
+                   peak_memory_bytes=peak,
+                   peak_memory_per_rank=payload.get("peak_memory_per_rank") or ([peak] if peak is not None else None))
+    return row
 
-    if not (device.payload and device.payload.get("ok")):
-        row.update(classify_failure(device, timeout))
-        return row
 
-    row["cache_hit"] = cache_hit(payload.get("compile_cache"), cached_before, cache_files(be))
-    row.update(
-        retraced=payload.get("retraced"),
-        tokens=payload.get("tokens"),
-        text=payload.get("text"),
-        peak_memory_bytes=payload.get("peak_memory_bytes"),
-        peak_memory_per_rank=payload.get("peak_memory_per_rank") or (
-            [payload["peak_memory_bytes"]] if payload.get("peak_memory_bytes") is not None else None),
-    )
-    # The reference holds the same weights in the same dtype on the host: affordable or not.
-    if planned.library == vocab.TRANSFORMERS and plan.cores > 1 and plan.weight_bytes > host_reference_budget():
-        judge = make_judge(judge_model)
-        judgement = judge.judge(payload.get("text") or "")
-        row.update(judge=judge.name, result=PASS if judgement.ok else FAIL,
-                   verification=judgement.verification if judgement.ok else None,
-                   stage=None if judgement.ok else vocab.STAGE_MISMATCH,
-                   error=None if judgement.ok else f"the judge rejected the text: {judgement.reason}")
-        if not judgement.ok:
-            row["cause"] = "judge rejected the text"
-        return row
-    reference_params = params
-    reference_script = script
+def _judged(text: str, judge_model: str | None) -> dict:
+    """The verdict of a sharded run too large for a CPU reference: the judge reads its text."""
+    judge = make_judge(judge_model)
+    judgement = judge.judge(text)
+    if judgement.ok:
+        return dict(judge=judge.name, result=PASS, verification=judgement.verification, stage=None, error=None)
+    return dict(judge=judge.name, result=FAIL, verification=None, stage=vocab.STAGE_MISMATCH,
+                error=f"the judge rejected the text: {judgement.reason}", cause="judge rejected the text")
+
+
+@dataclass
+class _Reference:
+    payload: dict | None
+    cached: bool
+    failure: dict | None = None  # the row's columns when the reference could not be had
+
+
+def _reference_payload(planned: PlannedRun, run: _RunFolder, reference_model, dtype, cpus) -> _Reference:
+    """The CPU reference's outputs: from the reference cache, else a reference run of the same (or the named) model."""
+    reference_params, reference_script = planned.params, run.script
     if reference_model is not None:
         other = reference_model if isinstance(reference_model, ModelRef) else resolve_model(reference_model)
-        reference_params = recipe.recipe_params(other, be, dtype=dtype)
-        reference_script = folder / "reference_run.py"
+        reference_params = recipe.recipe_params(other, planned.backend, dtype=dtype)
+        reference_script = run.folder / "reference_run.py"
         reference_script.write_text(recipe.render_run_py(reference_params))
     key = reference_key(reference_params)
-    reference_payload = cached_reference(key)
-    row["reference_cached"] = reference_payload is not None
-    if reference_payload is None:
-        reference = execute(str(reference_script), ["--reference"], timeout=REFERENCE_TIMEOUT_S, env=run_env,
-                            cwd=str(folder), cpus=cpus, fork=fork)
-        _save_logs(folder, vocab.STAGE_REFERENCE, reference)
-        if not (reference.payload and reference.payload.get("ok")):
-            failure = classify_failure(reference, REFERENCE_TIMEOUT_S)
-            if failure["result"] == UNTESTED:
-                row.update(failure)
-            else:
-                row.update(result=FAIL, stage=vocab.STAGE_REFERENCE, traceback=failure["traceback"], cause=failure["cause"],
-                           error=f"CPU reference failed ({failure['stage']}): {failure['error']}")
-            return row
-        reference_payload = reference.payload
-        store_reference(key, reference_payload)
-    row.update(verify_outputs(params, payload, reference_payload))
-    return row
+    cached = cached_reference(key)
+    if cached is not None:
+        return _Reference(cached, True)
+    reference = execute(str(reference_script), ["--reference"], timeout=REFERENCE_TIMEOUT_S, env=run.env,
+                        cwd=str(run.folder), cpus=cpus, fork=run.fork)
+    _save_logs(run.folder, vocab.STAGE_REFERENCE, reference)
+    if reference.payload and reference.payload.get("ok"):
+        store_reference(key, reference.payload)
+        return _Reference(reference.payload, False)
+    failure = classify_failure(reference, REFERENCE_TIMEOUT_S)
+    if failure["result"] != UNTESTED:  # the reference failed: the model's device run is not blamed
+        failure = dict(result=FAIL, stage=vocab.STAGE_REFERENCE, traceback=failure["traceback"], cause=failure["cause"],
+                       error=f"CPU reference failed ({failure['stage']}): {failure['error']}")
+    return _Reference(None, False, failure)
 
 
 def cache_hit(counters: dict | None, before: set[str], after: set[str]) -> bool:
@@ -203,54 +235,6 @@ def cache_hit(counters: dict | None, before: set[str], after: set[str]) -> bool:
     if counters is not None and counters.get("hits", 0) + counters.get("misses", 0) > 0:
         return counters["misses"] == 0
     return bool(before) and not (after - before)
-
-
-def _meaningful_last_line(text: str) -> str | None:
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if line and not line.startswith(("warnings.warn", "  ")) and "%|" not in line:
-            return line[:500]
-    return None
-
-
-def classify_failure(outcome: ProcessOutcome, timeout: float) -> dict:
-    """Result, stage, cause, error line and traceback for a process that did not report success.
-
-    A load that failed because a package is not installed here is UNTESTED (stage ``dependency``): that
-    is this environment, not the model.
-    """
-    payload = outcome.payload
-    if payload and not payload.get("ok"):
-        error, trace = payload.get("error"), payload.get("traceback") or outcome.stderr[-20000:]
-        stage = payload.get("stage") or vocab.STAGE_RUN
-        package = missing_package(error, trace) if stage in (vocab.STAGE_LOAD, vocab.STAGE_REFERENCE) else None
-        if package:
-            return {"result": UNTESTED, "stage": vocab.UNTESTED_DEPENDENCY, "cause": f"missing package: {package}", "traceback": trace,
-                    "error": f"needs the package '{package}', which is not installed here ({error}): "
-                             f"pip install {package}, then run it again"}
-        guard = failing_guard(payload.get("recompile_reasons"))
-        if guard and "recompile" in f"{error} {trace}".lower():
-            error = f"{error} (the guard that kept failing: `{guard}`)"
-        return {"result": FAIL, "stage": stage, "error": error, "traceback": trace,
-                "cause": failure_cause(payload.get("error_type"), error, trace, payload.get("recompile_reasons"))}
-    tail = outcome.stderr[-20000:]
-    if outcome.timed_out:
-        return {"result": FAIL, "stage": vocab.STAGE_TIMEOUT, "error": f"no result within {timeout:g} s; the run was stopped",
-                "traceback": tail, "cause": "timeout"}
-    sig = outcome.signal_name
-    if sig == "SIGKILL":
-        # Killed from outside without our timeout: the kernel's out-of-memory killer.
-        return {"result": FAIL, "stage": vocab.STAGE_OOM, "error": "the process was killed (SIGKILL), most likely out of memory",
-                "traceback": tail, "cause": "killed (SIGKILL): out of memory"}
-    if sig:
-        return {"result": FAIL, "stage": vocab.STAGE_RUN, "error": f"the process died with {sig}", "traceback": tail,
-                "cause": f"process died with {sig}"}
-    last = _meaningful_last_line(outcome.stderr) or f"exit status {outcome.returncode} without a result line"
-    memory = "MemoryError" in last or any(w in last.lower() for w in MEMORY_WORDS)
-    stage = vocab.STAGE_OOM if memory else vocab.STAGE_RUN
-    error_type = last.split(":", 1)[0] if ":" in last else None
-    return {"result": FAIL, "stage": stage, "error": last, "traceback": tail,
-            "cause": failure_cause(error_type, last, tail)}
 
 
 def _save_logs(folder: Path, name: str, outcome: ProcessOutcome) -> None:

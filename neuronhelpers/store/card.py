@@ -13,17 +13,11 @@ from neuronhelpers.core import vocab
 from neuronhelpers.core.protocol import MAX_NEW_TOKENS, SENTENCES, TASK_INPUTS
 
 
-def render_card(title: str = "neuronhelpers results: Hugging Face models on AWS Trainium") -> str:
-    def table(mapping: dict) -> str:
-        return "\n".join(f"| `{key}` | {text} |" for key, text in mapping.items())
+def _table(mapping: dict) -> str:
+    return "\n".join(f"| `{key}` | {text} |" for key, text in mapping.items())
 
-    columns = "\n".join(f"| `{name}` | {typ} | {text} |" for name, typ, text in results.COLUMNS)
-    ties = ", ".join(f"{dtype}: {margin:g}" for dtype, margin in vocab.NEAR_TIE_MARGIN.items())
-    embedding_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_cosine']:g}"
-                                 for dtype, b in vocab.EMBEDDING_TOLERANCE.items())
-    image_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_psnr_db']:g} dB"
-                             for dtype, b in vocab.IMAGE_TOLERANCE.items())
-    encode, draw = TASK_INPUTS[vocab.FEATURE_EXTRACTION], TASK_INPUTS[vocab.TEXT_TO_IMAGE]
+
+def _front_matter() -> str:
     return f"""---
 license: apache-2.0
 pretty_name: neuronhelpers results
@@ -39,7 +33,12 @@ configs:
     path: {dataset.DATA_DIR}/*.parquet
 ---
 
-# {title}
+"""
+
+
+def _introduction(title: str) -> str:
+    table = _table
+    return f"""# {title}
 
 Does a Hugging Face model run unmodified on AWS Trainium? Each row is one model tested with the
 neuronhelpers recipe, on one compiler version and one transformers version.
@@ -50,7 +49,17 @@ neuronhelpers recipe, on one compiler version and one transformers version.
 | --- | --- |
 {table(vocab.TASKS)}
 
-## Test protocol
+"""
+
+
+def _protocol() -> str:
+    ties = ", ".join(f"{dtype}: {margin:g}" for dtype, margin in vocab.NEAR_TIE_MARGIN.items())
+    embedding_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_cosine']:g}"
+                                 for dtype, b in vocab.EMBEDDING_TOLERANCE.items())
+    image_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_psnr_db']:g} dB"
+                             for dtype, b in vocab.IMAGE_TOLERANCE.items())
+    encode, draw = TASK_INPUTS[vocab.FEATURE_EXTRACTION], TASK_INPUTS[vocab.TEXT_TO_IMAGE]
+    return f"""## Test protocol
 
 1. `from_pretrained` loads the checkpoint (never with `trust_remote_code` unless a person asked for it).
 2. The model is placed on the fewest cores whose memory holds its weights (`neuron_cores`; at most 16).
@@ -77,7 +86,12 @@ real checkpoints of that architecture.
 
 Every row carries the exact `run_py` that ran and its `requirements`: save them and run `python3 run.py`.
 
-## Results
+"""
+
+
+def _vocabulary() -> str:
+    table = _table
+    return f"""## Results
 
 | value | meaning |
 | --- | --- |
@@ -104,7 +118,24 @@ ran, for a reason that is not the model's. Its `stage` column says which:
 | --- | --- |
 {table(vocab.VERIFICATIONS)}
 
-## Layout
+## Parallelism (how the weights were spread over `neuron_cores`)
+
+| parallelism | meaning |
+| --- | --- |
+{table(vocab.PARALLELISMS)}
+
+## Libraries
+
+| library | what its recipe does |
+| --- | --- |
+{table(vocab.LIBRARIES)}
+
+"""
+
+
+def _layout_and_columns() -> str:
+    columns = "\n".join(f"| `{name}` | {typ} | {text} |" for name, typ, text in results.COLUMNS)
+    return f"""## Layout
 
 One Parquet file per (compiler version, library, library version) pair:
 `{dataset.DATA_DIR}/<compiler>-<compiler_version>__<library>-<library_version>.parquet`.
@@ -121,6 +152,11 @@ df[df.model_id == "Qwen/Qwen3-0.6B"][["neuronx_cc", "library", "library_version"
 | --- | --- | --- |
 {columns}
 """
+
+
+def render_card(title: str = "neuronhelpers results: Hugging Face models on AWS Trainium") -> str:
+    """The dataset card (README.md), every explanation generated from the vocabulary and the schema."""
+    return _front_matter() + _introduction(title) + _protocol() + _vocabulary() + _layout_and_columns()
 
 
 def write_card(folder: str | Path) -> Path:

@@ -40,14 +40,7 @@ def device_run(params, rank=None):
         model, tokenizer, inputs = load(params, device, dtype, sharded=rank is not None)
         timings["load_s"] = time.perf_counter() - t0
 
-        compile_config = transformers.CompileConfig(
-            backend=params["compile_backend"], fullgraph=True, dynamic=False, mode="default"
-        )
-        if not device.startswith(("neuron", "cuda")):
-            # generate() compiles automatically only on accelerators; ask for it on CPU too.
-            compile_config._compile_all_devices = True
-        kwargs = generation_kwargs(tokenizer, n)
-        kwargs.update(cache_implementation="static", compile_config=compile_config)
+        kwargs = compiled_generation_kwargs(params, device, tokenizer, n)
 
         stage = "compile"  # the first call traces and compiles the decode step
         t0 = time.perf_counter()
@@ -86,6 +79,22 @@ def device_run(params, rank=None):
         }
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a classified result
         return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:])
+
+
+def compiled_generation_kwargs(params, device, tokenizer, n):
+    """generate()'s arguments for the recipe: n greedy tokens, a static KV cache, the forward compiled with
+    fullgraph=True by the backend's compiler."""
+    import transformers
+
+    compile_config = transformers.CompileConfig(
+        backend=params["compile_backend"], fullgraph=True, dynamic=False, mode="default"
+    )
+    if not device.startswith(("neuron", "cuda")):
+        # generate() compiles automatically only on accelerators; ask for it on CPU too.
+        compile_config._compile_all_devices = True
+    kwargs = generation_kwargs(tokenizer, n)
+    kwargs.update(cache_implementation="static", compile_config=compile_config)
+    return kwargs
 
 
 def generated_tokens(model, sequences, prompt_len):

@@ -1,0 +1,63 @@
+"""Failure classification: what a run that did not report success becomes (FAIL at a stage with a cause, or UNTESTED
+when a package is missing here), read from its JSON line, its exit status or signal, and its stderr.
+
+Taught in notebook 04.
+"""
+
+from __future__ import annotations
+
+from neuronhelpers.core import vocab
+from neuronhelpers.core.vocab import FAIL, UNTESTED
+from neuronhelpers.run.process import ProcessOutcome
+from neuronhelpers.run.recipes.scaffold import MEMORY_WORDS
+from neuronhelpers.verdict.causes import failing_guard, failure_cause, missing_package
+
+
+def _meaningful_last_line(text: str) -> str | None:
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line and not line.startswith(("warnings.warn", "  ")) and "%|" not in line:
+            return line[:500]
+    return None
+
+
+def classify_failure(outcome: ProcessOutcome, timeout: float) -> dict:
+    """Result, stage, cause, error line and traceback for a process that did not report success.
+
+    A load that failed because a package is not installed here is UNTESTED (stage ``dependency``): that
+    is this environment, not the model.
+    """
+    payload = outcome.payload
+    if payload and not payload.get("ok"):
+        error, trace = payload.get("error"), payload.get("traceback") or outcome.stderr[-20000:]
+        stage = payload.get("stage") or vocab.STAGE_RUN
+        package = missing_package(error, trace) if stage in (vocab.STAGE_LOAD, vocab.STAGE_REFERENCE) else None
+        if package:
+            return {"result": UNTESTED, "stage": vocab.UNTESTED_DEPENDENCY, "cause": f"missing package: {package}", "traceback": trace,
+                    "error": f"needs the package '{package}', which is not installed here ({error}): "
+                             f"pip install {package}, then run it again"}
+        guard = failing_guard(payload.get("recompile_reasons"))
+        if guard and "recompile" in f"{error} {trace}".lower():
+            error = f"{error} (the guard that kept failing: `{guard}`)"
+        return {"result": FAIL, "stage": stage, "error": error, "traceback": trace,
+                "cause": failure_cause(payload.get("error_type"), error, trace, payload.get("recompile_reasons"))}
+    tail = outcome.stderr[-20000:]
+    if outcome.timed_out:
+        return {"result": FAIL, "stage": vocab.STAGE_TIMEOUT, "error": f"no result within {timeout:g} s; the run was stopped",
+                "traceback": tail, "cause": "timeout"}
+    sig = outcome.signal_name
+    if sig == "SIGKILL":
+        # Killed from outside without our timeout: the kernel's out-of-memory killer.
+        return {"result": FAIL, "stage": vocab.STAGE_OOM, "error": "the process was killed (SIGKILL), most likely out of memory",
+                "traceback": tail, "cause": "killed (SIGKILL): out of memory"}
+    if sig:
+        return {"result": FAIL, "stage": vocab.STAGE_RUN, "error": f"the process died with {sig}", "traceback": tail,
+                "cause": f"process died with {sig}"}
+    last = _meaningful_last_line(outcome.stderr) or f"exit status {outcome.returncode} without a result line"
+    memory = "MemoryError" in last or any(w in last.lower() for w in MEMORY_WORDS)
+    stage = vocab.STAGE_OOM if memory else vocab.STAGE_RUN
+    error_type = last.split(":", 1)[0] if ":" in last else None
+    return {"result": FAIL, "stage": stage, "error": last, "traceback": tail,
+            "cause": failure_cause(error_type, last, tail)}
+
+

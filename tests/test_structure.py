@@ -1,0 +1,208 @@
+"""The package's shape, read from its source: no import cycle, leaves that stay leaves, modules and functions small
+enough to read, every setting read in one place and the vocabulary spelled in one place.
+
+Each check prints what it found when it fails, so the message says which import or line to change.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "neuronhelpers"
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports, at the top or inside a function (a lazy import is still an edge)."""
+    modules = _modules()
+    graph = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package[: len(package) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                candidates = [target] + [f"{target}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                candidates = [alias.name for alias in node.names]
+            else:
+                continue
+            graph[name] |= {c for c in candidates if c in modules and c != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each an import circle."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_in_the_package():
+    graph = import_graph()
+    assert len(graph) > 40  # the walk saw the package
+    found = cycles(graph)
+    print(f"{len(graph)} modules, {sum(map(len, graph.values()))} import edges, cycles: {found or 'none'}")
+    assert found == [], f"import circles: {found}"
+
+
+def test_core_imports_nothing_of_the_package_beyond_core():
+    upward = {(m, d) for m, deps in import_graph().items() if m.startswith("neuronhelpers.core")
+              for d in deps if not d.startswith("neuronhelpers.core")}
+    assert upward == set(), f"core must stay a leaf: {sorted(upward)}"
+
+
+def test_twin_builders_never_import_the_orchestrator():
+    """twins build from leaves (specs, tokenizers) through shrink to the builders; only build.py orchestrates."""
+    graph = import_graph()
+    orchestrator = "neuronhelpers.twins.build"
+    offenders = sorted(m for m, deps in graph.items()
+                       if m.startswith("neuronhelpers.twins.") and m != orchestrator and orchestrator in deps)
+    assert offenders == [], f"builders importing {orchestrator}: {offenders}"
+
+
+def _functions(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+
+
+def test_modules_and_functions_stay_readable():
+    long_modules, long_functions = [], []
+    for name, path in _modules().items():
+        text = path.read_text()
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            long_modules.append(f"{name}: {len(text.splitlines())} lines")
+        for fn in _functions(ast.parse(text)):
+            length = fn.end_lineno - fn.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                long_functions.append(f"{name}.{fn.name}: {length} lines")
+    assert long_modules == [], f"modules over {MAX_MODULE_LINES} lines: {long_modules}"
+    assert long_functions == [], f"functions over {MAX_FUNCTION_LINES} lines: {long_functions}"
+
+
+def _docstrings(tree) -> set[int]:
+    return {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+
+def _strings(path: Path):
+    """(line, text) of every string constant of a module that is not a docstring."""
+    tree = ast.parse(path.read_text())
+    skip = _docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            yield node.lineno, node.value
+
+
+def test_every_neuronhelpers_variable_is_read_and_described_in_settings():
+    """settings.py names each variable with its default; no other module names one to read it (they call settings;
+    prose and a shell command shown to users may still mention one)."""
+    import re
+
+    from neuronhelpers.core import settings
+
+    named = {}
+    for name, path in _modules().items():
+        for line, text in _strings(path):
+            if re.fullmatch(r"NEURONHELPERS_[A-Z_]+", text):
+                named.setdefault(text, set()).add(f"{name}:{line}")
+    elsewhere = {var: sorted(w for w in where if not w.startswith("neuronhelpers.core.settings:"))
+                 for var, where in named.items()}
+    elsewhere = {var: where for var, where in elsewhere.items() if where}
+    assert elsewhere == {}, f"read these through neuronhelpers.core.settings: {elsewhere}"
+    assert set(named) == set(settings.VARIABLES), f"described but never named, or the reverse: {set(named) ^ set(settings.VARIABLES)}"
+    assert all(v.what for v in settings.VARIABLES.values())
+    app = PACKAGE / "ui" / "app" / "explorer.ipynb"
+    assert "NEURONHELPERS_" not in app.read_text(), "the app notebook should call settings, not read the variable"
+
+
+# Vocabulary words that are also package or module names: these modules spell them as such (a distribution to look up,
+# a module to import or preload, a folder a traceback passes through), never as a row's value.
+PACKAGE_NAMES = {
+    ("neuronhelpers.core.versions", "transformers"), ("neuronhelpers.run.forkserver", "transformers"),
+    ("neuronhelpers.run.reference", "transformers"), ("neuronhelpers.run.render", "transformers"),
+    ("neuronhelpers.verdict.causes", "transformers"), ("neuronhelpers.models.rankings", "diffusers"),
+    ("neuronhelpers.cli.doctor", "transformers"), ("neuronhelpers.cli.doctor", "diffusers"),
+    ("neuronhelpers.cli.doctor", "sentence-transformers"), ("neuronhelpers.core.quiet", "diffusers"),
+    ("neuronhelpers.core.quiet", "transformers"),
+}
+# Words too common to police (a sub-command named run, a timings key named compile, a cause named timeout).
+COMMON = {"run", "load", "compile", "reference", "timeout", "none"}
+
+
+def test_the_vocabulary_is_spelled_only_in_vocab():
+    """Stages, untested reasons, verifications, parallelism, libraries, tasks and results are constants in
+    core/vocab.py; elsewhere code names the constant. run.py is the exception (self-contained): see the next test."""
+    from neuronhelpers.core import vocab
+
+    words = (set(vocab.STAGES) | set(vocab.UNTESTED_STAGES) | set(vocab.VERIFICATIONS) | set(vocab.PARALLELISMS)
+             | set(vocab.LIBRARIES) | set(vocab.TASKS) | set(vocab.RESULTS)) - COMMON
+    found = []
+    for name, path in _modules().items():
+        if name in ("neuronhelpers.core.vocab",) or name.startswith("neuronhelpers.run.recipes"):
+            continue
+        for line, text in _strings(path):
+            if text in words and (name, text) not in PACKAGE_NAMES:
+                found.append(f"{name}:{line}: {text!r}")
+    assert found == [], "use the core/vocab.py constant: " + "; ".join(found)
+
+
+@pytest.mark.parametrize("library", ["transformers", "sentence-transformers", "diffusers"])
+def test_every_word_a_rendered_run_py_can_write_is_in_the_vocabulary(library):
+    """run.py is self-contained, so its recipes spell stages as literals: each must be one the dataset accepts."""
+    import re
+
+    from neuronhelpers.core import vocab
+    from neuronhelpers.run import render
+
+    source = render.template_text(library)
+    stages = set(re.findall(r"""\bstage = ["'](\w+)["']""", source))
+    stages |= set(re.findall(r"""failed\(exc, ["'](\w+)["']""", source))
+    assert stages, "the stage pattern no longer matches the recipes: update this test"
+    assert stages <= set(vocab.STAGES) | set(vocab.UNTESTED_STAGES), stages - set(vocab.STAGES)
