@@ -106,3 +106,18 @@ def test_card_explains_every_vocabulary_value_and_column():
                   *results.COLUMN_NAMES]:
         assert f"`{value}`" in text, value
     assert "path: data/*.parquet" in text
+
+
+def test_one_newest_row_rule_puts_rows_without_a_timestamp_oldest():
+    """Views, plots and diff share store.dataset.newest_per_model: a row without a timestamp never hides a dated one."""
+    import pandas as pd
+
+    from neuronhelpers.store.dataset import newest_per_model
+    from neuronhelpers.store.diff import diff_results
+
+    old = pd.DataFrame({"model_id": ["m", "m"], "result": ["PASS", "FAIL"], "error": [None, "boom"], "stage": [None, "run"],
+                        "wall_s": [10.0, 10.0], "peak_memory_bytes": [1, 1],
+                        "timestamp": [pd.Timestamp("2026-01-02", tz="UTC"), pd.NaT]})
+    assert newest_per_model(old)["result"].tolist() == ["PASS"]
+    new = old.assign(result=["PASS", "PASS"], error=[None, None], stage=[None, None])
+    assert diff_results(old, new).empty  # the dated PASS is the newest on both sides: nothing changed

@@ -16,6 +16,7 @@ import pandas as pd
 
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.vocab import FAIL, PASS, UNTESTED
+from neuronhelpers.store.dataset import newest_per_model
 
 # Kinds of change, in the order they are listed. A row that became (or stopped being) UNTESTED is not a
 # regression or an improvement of the model: the verdict was lost or reached.
@@ -43,7 +44,7 @@ def load_side(path: str | Path) -> pd.DataFrame:
 
 
 def _latest(df: pd.DataFrame) -> pd.DataFrame:
-    return df.sort_values("timestamp").drop_duplicates("model_id", keep="last").set_index("model_id")
+    return newest_per_model(df).set_index("model_id")
 
 
 def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float = 0.25,
