@@ -1,29 +1,93 @@
 """neuronhelpers: does this Hugging Face model run unmodified on AWS Trainium, and how do I run it myself?
 
-Data flows one way, one module per stage (the notebook that teaches each stage in brackets):
+Data flows one way, one subpackage per stage (the notebook that teaches each stage in brackets):
 
-    models, twins, library_twins   what a person typed -> a checkpoint to load; tiny twins per architecture [02, 06]
-    plan                           the fewest cores that hold the weights, TP / EP [03]
-    recipe, recipes/               the one run.py: shared scaffold + one recipe per library [02, 03]
-    runner, forkserver             run.py in its own process tree, timeout, kill, limits [02, 05]
-    harness                        one model end to end: plan -> run.py -> reference -> verdict -> row [02]
-    verify, judge, reference       how a result is decided [04]
-    causes                         root-cause signatures of failures [04, 06]
-    results, vocab                 the row schema and the result vocabulary (defined once) [02, 04]
-    dataset                        version-pair Parquet files: read, append, resume [01, 05]
-    sweep, fleet                   many models, one process tree each; locally or on a Ray cluster [05]
-    explorer, plots, hub           views, plots, the Hub's rankings [01]
-    card, diff, publish, cache     the dataset card, releases side by side, the gate, publishing [05, 06]
-    backends, versions, network,   what machine, which versions, is the Hub reachable, shared defaults
-    settings, check_env            (``neuronhelpers doctor``)
-    cli                            the ``neuronhelpers`` command
+    core/      vocabulary, errors, settings, backends, versions, is the Hub reachable          [04, 05]
+    twins/     tiny twins: real architectures shrunk, built offline; broken copies           [02, 04, 06]
+    models/    what a person typed -> a checkpoint to load; the Selected list; Hub rankings   [01, 02]
+    run/       plan (cores, TP / EP) -> run.py rendered from recipes/ -> its process tree
+               (fork server, timeout) -> CPU reference -> the harness that makes the row      [02, 03]
+    verdict/   token and tensor checks, the judge, failure classification, root causes        [04, 06]
+    store/     the row schema, version-pair Parquet files, diff and the gate, card, publish   [01, 05]
+    sweep/     many models, one process tree each: locally or on a Ray cluster              [05]
+    ui/        the explorer, plots, the Voila app                                            [01, 06]
+    cli/       the ``neuronhelpers`` command and ``doctor``
+
+The names notebooks use are importable from here, so a lesson does not import internals (each is loaded on first
+use; ``import neuronhelpers`` stays light):
+
+    run_model, plan_run, summary_line, render_run_py, recipe_params, render_requirements, plan_model,
+    plan_cores, per_rank_layout, resolve_model, build_twin, broken_twin, perturbed_twin, twin_spec,
+    architectures, verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, load_results,
+    diff_results, check_expected, expected_frame, write_card, render_card, publish, sweep_models,
+    summary_frame, sweep_on_ray, FleetReport, explore, detect_backend, get_backend, hub_reachable,
+    hub_status_line, compiler_for, UserError, vocab, plots, settings
+
+No top-level name is the name of a subpackage (the sweep function is ``sweep_models``, beside ``sweep/``).
 """
+
+from importlib import import_module
 
 from neuronhelpers.core.versions import __version__  # noqa: F401 - the one source is core/versions.py
 
+# name -> "module:attribute" (or "module" for a module), imported when first used.
+EXPORTS = {
+    "run_model": "neuronhelpers.run.harness:run_model",
+    "plan_run": "neuronhelpers.run.harness:plan_run",
+    "summary_line": "neuronhelpers.run.harness:summary_line",
+    "render_run_py": "neuronhelpers.run.render:render_run_py",
+    "recipe_params": "neuronhelpers.run.render:recipe_params",
+    "render_requirements": "neuronhelpers.run.render:render_requirements",
+    "plan_model": "neuronhelpers.run.plan:plan_model",
+    "plan_cores": "neuronhelpers.run.plan:plan_cores",
+    "per_rank_layout": "neuronhelpers.run.plan:per_rank_layout",
+    "resolve_model": "neuronhelpers.models.resolve:resolve_model",
+    "build_twin": "neuronhelpers.twins.build:build_twin",
+    "broken_twin": "neuronhelpers.twins.build:broken_twin",
+    "perturbed_twin": "neuronhelpers.twins.libraries:perturbed_twin",
+    "twin_spec": "neuronhelpers.twins.build:twin_spec",
+    "architectures": "neuronhelpers.twins.build:architectures",
+    "verify_outputs": "neuronhelpers.verdict.verify:verify_outputs",
+    "compare_tokens": "neuronhelpers.verdict.verify:compare_tokens",
+    "make_judge": "neuronhelpers.verdict.judge:make_judge",
+    "rank_causes": "neuronhelpers.verdict.causes:rank_causes",
+    "untested_reasons": "neuronhelpers.verdict.causes:untested_reasons",
+    "load_results": "neuronhelpers.store.dataset:load_results",
+    "diff_results": "neuronhelpers.store.diff:diff_results",
+    "check_expected": "neuronhelpers.store.diff:check_expected",
+    "expected_frame": "neuronhelpers.store.diff:expected_frame",
+    "write_card": "neuronhelpers.store.card:write_card",
+    "render_card": "neuronhelpers.store.card:render_card",
+    "publish": "neuronhelpers.store.publish:publish",
+    "sweep_models": "neuronhelpers.sweep.local:sweep_models",
+    "summary_frame": "neuronhelpers.sweep.local:summary_frame",
+    "sweep_on_ray": "neuronhelpers.sweep.fleet:sweep_on_ray",
+    "FleetReport": "neuronhelpers.sweep.fleet:FleetReport",
+    "explore": "neuronhelpers.ui.explorer:explore",
+    "detect_backend": "neuronhelpers.core.backends:detect_backend",
+    "get_backend": "neuronhelpers.core.backends:get_backend",
+    "hub_reachable": "neuronhelpers.core.network:hub_reachable",
+    "hub_status_line": "neuronhelpers.core.network:hub_status_line",
+    "compiler_for": "neuronhelpers.core.versions:compiler_for",
+    "UserError": "neuronhelpers.core.errors:UserError",
+    "vocab": "neuronhelpers.core.vocab",
+    "plots": "neuronhelpers.ui.plots",
+    "settings": "neuronhelpers.core.settings",
+}
 
-def load_results(path, *, validate: bool = True):
-    """Read a results dataset (local folder or hf://datasets/...): see neuronhelpers.store.dataset.load_results."""
-    from neuronhelpers.store.dataset import load_results as _load
+__all__ = ["__version__", *EXPORTS]
 
-    return _load(path, validate=validate)
+
+def __getattr__(name: str):
+    target = EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module 'neuronhelpers' has no attribute '{name}'")
+    module, _, attribute = target.partition(":")
+    value = import_module(module)
+    value = getattr(value, attribute) if attribute else value
+    globals()[name] = value  # once loaded, an ordinary attribute
+    return value
+
+
+def __dir__():
+    return sorted(__all__)

@@ -206,3 +206,21 @@ def test_every_word_a_rendered_run_py_can_write_is_in_the_vocabulary(library):
     stages |= set(re.findall(r"""failed\(exc, ["'](\w+)["']""", source))
     assert stages, "the stage pattern no longer matches the recipes: update this test"
     assert stages <= set(vocab.STAGES) | set(vocab.UNTESTED_STAGES), stages - set(vocab.STAGES)
+
+
+def test_the_top_level_names_resolve_and_shadow_no_subpackage():
+    import subprocess
+    import sys
+
+    import neuronhelpers
+
+    subpackages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert not set(neuronhelpers.EXPORTS) & subpackages, set(neuronhelpers.EXPORTS) & subpackages
+    missing = [name for name in neuronhelpers.EXPORTS if getattr(neuronhelpers, name, None) is None]
+    assert missing == [], f"top-level names that do not resolve: {missing}"
+    for name in neuronhelpers.EXPORTS:  # each is named in the package docstring, the lessons' index
+        assert name in neuronhelpers.__doc__, name
+    # importing the package is light: a notebook's first cell does not pay for torch
+    light = subprocess.run([sys.executable, "-c", "import sys, neuronhelpers; print('torch' in sys.modules)"],
+                           capture_output=True, text=True, check=True)
+    assert light.stdout.strip() == "False"

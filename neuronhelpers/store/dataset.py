@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from neuronhelpers.store import schema as results
 from neuronhelpers.core import vocab
-from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.errors import UserError, first_line
 
 DATA_DIR = "data"
 # The columns of the published catalog: a file with these (and nothing else of ours) is a results file.
@@ -157,7 +157,7 @@ def load_results(path, *, validate: bool = True):
         try:
             table = load_results_file(name, filesystem=fs, validate=False)
         except Exception as exc:  # noqa: BLE001 - one bad file must not hide the rest
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            reason = first_line(exc)
             skipped.append((name, reason))
             warnings.warn(f"skipped {name}: {reason}", DatasetWarning, stacklevel=2)
             continue
