@@ -18,7 +18,7 @@ from pathlib import Path
 from neuronhelpers.run import compile_cache as cache
 from neuronhelpers.twins import build as twins
 from neuronhelpers.core.backends import get_backend
-from neuronhelpers.sweep.local import sweep
+from neuronhelpers import sweep_models
 
 DEFAULT_MODELS = ["tiny/llama", "tiny/qwen3", "tiny/gpt2", "tiny/olmo2"]
 
@@ -28,7 +28,7 @@ def timed_sweep(models, home: Path, out: Path):
     for model in models:  # building twins is not compilation: keep it out of the timing
         twins.build_twin(model)
     start = time.perf_counter()
-    rows = sweep(models, out, progress=False)
+    rows = sweep_models(models, out, progress=False)
     return time.perf_counter() - start, rows
 
 

@@ -25,7 +25,7 @@ from neuronhelpers.run import process as runner
 from neuronhelpers.twins import build as twins
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.run.compile_cache import cache_env
-from neuronhelpers.sweep.local import sweep
+from neuronhelpers.sweep.local import sweep_models
 
 MODELS = ["tiny/llama", "tiny/qwen3", "tiny/gpt2", "tiny/olmo2", "tiny/qwen2", "tiny/smollm3", "tiny/granite",
           "tiny/phi3"]
@@ -41,7 +41,7 @@ def use_home(home: Path, twin_home: Path) -> None:
 
 def timed_sweep(models, out: Path, **kwargs):
     start = time.perf_counter()
-    rows = sweep(models, out, progress=False, **kwargs)
+    rows = sweep_models(models, out, progress=False, **kwargs)
     return time.perf_counter() - start, rows
 
 

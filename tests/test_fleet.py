@@ -21,7 +21,7 @@ import pytest
 from conftest import ROOT, resumed_results
 from neuronhelpers.store import dataset
 from neuronhelpers.store import schema as results
-from neuronhelpers.sweep.fleet import FleetReport, fits, shortfall, sweep_on_ray, task_request
+from neuronhelpers.sweep.fleet import FleetReport, Scheduling, fits, shortfall, sweep_on_ray, task_request
 
 OBJECT_STORE = 100 * 2**20
 
@@ -114,16 +114,16 @@ def test_models_land_on_nodes_with_the_cores_their_plan_asks_for(cluster, tmp_pa
     assert {plan_run(m, backend="cpu").plan.cores for m in models} == {2}
     out = tmp_path / "out"
     report = FleetReport()
-    rows = sweep_on_ray(models, out, address=cluster.address, backend="cpu", progress=False,
-                        core_resource="neuron_cores", report=report, work=stand_in())
+    rows = sweep_on_ray(models, out, address=cluster.address, backend="cpu", progress=False, report=report,
+                        scheduling=Scheduling(core_resource="neuron_cores", work=stand_in()))
     assert sorted((r["model_id"], r["neuron_cores"], r["parallelism"]) for r in rows) == \
         [("tiny/llama", 2, "tp"), ("tiny/qwen2", 2, "tp")]
     assert report.nodes == {m: cluster.two.node_id for m in models}  # the only node with 2 neuron_cores
     assert sorted(dataset.load_results(out).model_id) == models  # appended once each
 
     again = FleetReport()
-    assert sweep_on_ray(models, out, address=cluster.address, backend="cpu", progress=False,
-                        core_resource="neuron_cores", report=again, work=stand_in()) == []
+    assert sweep_on_ray(models, out, address=cluster.address, backend="cpu", progress=False, report=again,
+                        scheduling=Scheduling(core_resource="neuron_cores", work=stand_in())) == []
     assert again.planned == 0  # both recognised as recorded before anything was submitted
 
 
@@ -151,14 +151,14 @@ def test_a_task_that_keeps_dying_is_retried_a_bounded_number_of_times_then_recor
     marks.mkdir()
     report = FleetReport()
     rows = sweep_on_ray(["tiny/qwen2"], tmp_path / "out", address=cluster.address, backend="cpu", progress=False,
-                        retries=1, work=stand_in(marks=str(marks), crash=True), report=report)
+                        retries=1, report=report, scheduling=Scheduling(work=stand_in(marks=str(marks), crash=True)))
     (row,) = rows
     assert (row["result"], row["stage"]) == ("UNTESTED", "infrastructure")
     assert row["cause"] == "infrastructure: worker died 2 times"
     assert len(list(marks.iterdir())) == 2 and report.retried["tiny/qwen2"] == 1
     # the next sweep retries it (an UNTESTED row is not a verdict), and its verdict replaces the UNTESTED row
     rows = sweep_on_ray(["tiny/qwen2"], tmp_path / "out", address=cluster.address, backend="cpu", progress=False,
-                        work=stand_in())
+                        scheduling=Scheduling(work=stand_in()))
     assert [r["result"] for r in rows] == ["PASS"]
     assert list(dataset.load_results(tmp_path / "out").result) == ["PASS"]
 
@@ -187,9 +187,10 @@ def test_a_node_lost_mid_sweep_loses_and_duplicates_nothing(cluster, tmp_path):
 
     def run():
         try:
+            work = stand_in(delay=1, marks=str(marks), doomed=doomed.node_id)
             outcome["rows"] = sweep_on_ray(models, tmp_path / "out", address=cluster.address, backend="cpu",
-                                           progress=False, core_resource="neuron_cores", report=report,
-                                           work=stand_in(delay=1, marks=str(marks), doomed=doomed.node_id))
+                                           progress=False, report=report,
+                                           scheduling=Scheduling(core_resource="neuron_cores", work=work))
         except BaseException as exc:  # noqa: BLE001 - reported below
             outcome["error"] = exc
 

@@ -1,9 +1,11 @@
-"""The project's own files install everything: environment.yml matches pyproject.toml; the CLI entry points exist."""
+"""The project's own files install everything: environment.yml matches pyproject.toml, doctor checks what pyproject
+requires; the CLI lists every command with its own help."""
 
 import os
 import re
 import tomllib
 
+import pytest
 import yaml
 
 from conftest import ROOT, run_cli
@@ -47,8 +49,67 @@ def test_ci_runs_the_readmes_test_command():
     assert "make test" in (ROOT / "README.md").read_text() and "make demo" in (ROOT / "README.md").read_text()
 
 
-def test_cli_help_lists_every_command():
-    out = run_cli("--help").stdout
-    for command in ("run", "plan", "render", "sweep", "demo", "card", "diff", "publish", "contribute", "check", "app", "twins", "cache",
-                    "doctor", "rankings"):
-        assert re.search(rf"\b{command}\b", out), command
+COMMANDS = ("run", "plan", "sweep", "demo", "causes", "diff", "publish", "contribute", "check", "app", "cache",
+            "rankings", "doctor", "card", "render", "twins")
+
+
+def _listed_commands(help_text: str) -> dict[str, str]:
+    """{command: its summary} from the COMMAND list of `neuronhelpers --help` (a summary may wrap, or start on the
+    line after a long name)."""
+    section = help_text.split("\n  COMMAND\n", 1)[1].split("\n\n", 1)[0]
+    listed, name = {}, None
+    for line in section.splitlines():
+        entry = re.match(r"    (\S+)(?:\s{2,}(.*))?$", line)
+        if entry:
+            name = entry.group(1)
+            listed[name] = entry.group(2) or ""
+        else:
+            listed[name] = f"{listed[name]} {line.strip()}".strip()
+    return listed
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_cli_help_lists_every_command_with_the_summary_its_own_help_opens_with(capsys):
+    from neuronhelpers.cli import main as cli
+
+    listed = _listed_commands(run_cli("--help").stdout)
+    assert sorted(listed) == sorted(COMMANDS)
+    for command in COMMANDS:
+        with pytest.raises(SystemExit) as done:
+            cli.main([command, "--help"])
+        own = capsys.readouterr().out
+        assert done.value.code == 0 and own.startswith(f"usage: neuronhelpers {command} ["), own[:200]
+        description = own.split("\n\n", 2)[1]  # after the usage: the command's own description
+        assert listed[command] and _words(description) == _words(listed[command]), command
+
+
+def test_doctor_checks_exactly_what_pyproject_requires():
+    """The installed metadata doctor reads is pyproject's [project].dependencies (a stale install fails here: run
+    `pip install -e .`), each requirement is one check, and a missing or too old package is a FAIL."""
+    from importlib import metadata
+
+    from neuronhelpers.cli import doctor
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    checks = doctor.requirement_checks()
+    assert _names(what for _, what, _ in checks) == _names(project["dependencies"])
+    assert len(checks) == len(project["dependencies"])
+    statuses = {what: status for status, what, _ in checks}
+    assert set(statuses.values()) == {"OK"}, statuses  # this environment has everything pyproject requires
+
+    real_version = metadata.version
+
+    def version(name):
+        if name == "diffusers":
+            raise metadata.PackageNotFoundError(name)
+        return "0.1" if name == "pillow" else real_version(name)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(doctor.metadata, "version", version)
+        checks = {what: (status, detail) for status, what, detail in doctor.requirement_checks()}
+    assert checks["diffusers"] == ("FAIL", "not installed: run `make install`")
+    assert checks["pillow"][0] == "FAIL" and "0.1 installed, >=10 needed" in checks["pillow"][1]
+    assert checks["torch"][0] == "OK"

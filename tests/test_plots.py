@@ -133,3 +133,25 @@ def test_plots_say_when_there_is_nothing_to_draw():
                  plots.causes_bar):
         ax = draw(empty)
         assert ax.get_title() and ax.texts and not ax.patches
+
+
+def test_the_explorers_summary_chart_draws_the_numbers_and_colour_of_pass_rate_by_family():
+    """Two drawings of one chart (matplotlib here, a small SVG in the explorer's summary): same families in the same
+    order, same labels, same green, and the explorer's PASS labels in that green too."""
+    import re
+
+    from neuronhelpers.ui import explorer
+
+    rows = architectures()
+    ax = plots.pass_rate_by_family(rows)
+    families = [t.get_text() for t in ax.get_yticklabels()][::-1]  # barh draws the first family at the bottom
+    labels = [t.get_text() for t in ax.texts][::-1]
+    (green,) = {to_hex(p.get_facecolor()) for p in ax.patches}
+
+    table = explorer.view_table("Architectures", rows)
+    svg = explorer.render_family_svg(explorer.family_pass_rates(table, "architecture"))
+    assert re.findall(r'text-anchor="end">([^<]+)</text>', svg) == families
+    assert re.findall(r"<text x=\"[\d.]+\" y=\"[\d.]+\">(\d+% \(\d+/\d+\))</text>", svg) == labels
+    assert set(re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"', svg)) == {green}  # the bars (the tracks are #eee)
+    summary = explorer.render_summary_html("Architectures", table)
+    assert re.search(r"\.nh-PASS\{color:(#[0-9a-f]{6})", summary).group(1) == green

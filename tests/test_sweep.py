@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT, resumed_results
 from neuronhelpers.store import dataset
-from neuronhelpers.sweep.local import cpu_slots, sweep
+from neuronhelpers.sweep.local import cpu_slots, sweep_models
 
 FAULTS = Path(__file__).parent / "faults"
 
@@ -42,7 +42,7 @@ def test_injected_faults_become_classified_rows_and_the_sweep_finishes(tmp_path,
                         lambda *a, **k: launched.append(real_execute(*a, **k)) or launched[-1])
     models = [*faults, "tiny/llama"]
     start = time.monotonic()
-    rows = sweep(models, tmp_path, timeout=60, jobs=2, memory_limit_bytes=6 * 2**30, progress=False)
+    rows = sweep_models(models, tmp_path, timeout=60, jobs=2, memory_limit_bytes=6 * 2**30, progress=False)
     assert time.monotonic() - start < 240
     assert {o.launcher for o in launched} == {launcher}
     got = {r["model_id"]: r for r in rows}
@@ -74,13 +74,13 @@ def test_a_second_sweep_runs_nothing_for_a_relative_folder_and_a_model_planned_o
     monkeypatch.setenv("NEURONHELPERS_CORE_GIB", str(weights / 1.5 / 0.8 / 2**30))
     assert plan_run("tiny/llama", backend="cpu").plan.cores == 2
     out = tmp_path / "out"
-    first = sweep(["ckpt", "tiny/llama"], out, progress=False)
+    first = sweep_models(["ckpt", "tiny/llama"], out, progress=False)
     got = {r["model_id"]: r for r in first}
     assert set(got) == {str(tmp_path / "ckpt"), "tiny/llama"}
     assert got["tiny/llama"]["neuron_cores"] == 2 and got["tiny/llama"]["result"] == "PASS", got["tiny/llama"]["error"]
     before = dataset.load_results(out).set_index("model_id")["timestamp"].to_dict()
 
-    assert sweep(["ckpt", "tiny/llama"], out, progress=False) == []  # both recognised as recorded
+    assert sweep_models(["ckpt", "tiny/llama"], out, progress=False) == []  # both recognised as recorded
     after = dataset.load_results(out).set_index("model_id")["timestamp"].to_dict()
     assert after == before and len(after) == 2
 
@@ -95,7 +95,7 @@ def test_a_verdict_replaces_an_untested_row_of_the_same_model_and_versions(tmp_p
 
 
 def test_bad_input_in_a_list_is_one_line_and_no_row(tmp_path, capsys):
-    rows = sweep(["nobody/not-cached", "tiny/nope", "tiny/qwen2"], tmp_path, progress=False)
+    rows = sweep_models(["nobody/not-cached", "tiny/nope", "tiny/qwen2"], tmp_path, progress=False)
     assert [r["model_id"] for r in rows] == ["tiny/qwen2"]
     err = capsys.readouterr().err.splitlines()
     assert any(line.startswith("skipped nobody/not-cached: model 'nobody/not-cached' is not in the local") for line in err)

@@ -2,7 +2,9 @@
 
     python -m neuronhelpers.cli.doctor      (also: neuronhelpers doctor)
 
-Used before notebook 01 in a workshop: the README's set-up step.
+The required packages are exactly those the installed neuronhelpers declares (pyproject.toml's
+``[project].dependencies``, read back from the distribution's metadata; extras are optional and not checked),
+each at a version its specifier allows. Used before notebook 01 in a workshop: the README's set-up step.
 """
 
 from __future__ import annotations
@@ -10,48 +12,87 @@ from __future__ import annotations
 import sys
 from importlib import metadata
 
-REQUIRED = ["torch", "transformers", "accelerate", "safetensors", "tokenizers", "huggingface_hub", "pyarrow", "pandas",
-            "ipywidgets", "matplotlib", "tqdm"]
+from neuronhelpers.core import vocab
+
+DISTRIBUTION = "neuronhelpers"
+OK, INFO = "OK", "INFO"
+FAIL = vocab.FAIL  # the same word as a FAIL row: this requirement is not met
+INSTALL = "run `make install`"
+
+
+def requirements(distribution: str = DISTRIBUTION) -> list:
+    """The requirements (``packaging`` Requirement objects) an installed distribution declares, without those of
+    its extras (a marker that only holds with an extra)."""
+    from packaging.requirements import Requirement
+
+    out = []
+    for text in metadata.requires(distribution) or []:
+        requirement = Requirement(text)
+        if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+            out.append(requirement)
+    return out
+
+
+def requirement_check(requirement) -> tuple[str, str, str]:
+    """(status, name, detail) of one requirement: installed at a version its specifier allows, or why not."""
+    try:
+        installed = metadata.version(requirement.name)
+    except metadata.PackageNotFoundError:
+        return FAIL, requirement.name, f"not installed: {INSTALL}"
+    if requirement.specifier and not requirement.specifier.contains(installed, prereleases=True):
+        return FAIL, requirement.name, f"{installed} installed, {requirement.specifier} needed: {INSTALL}"
+    return OK, requirement.name, installed
+
+
+def requirement_checks() -> list[tuple[str, str, str]]:
+    """One check per requirement of the installed neuronhelpers (one FAIL when it is not installed at all)."""
+    try:
+        required = requirements()
+    except metadata.PackageNotFoundError:
+        return [(FAIL, DISTRIBUTION, f"not installed, so its requirements cannot be read: {INSTALL}")]
+    return [requirement_check(r) for r in required]
+
+
+def _neuron_checks() -> list[tuple[str, str, str]]:
+    from neuronhelpers.core.backends import neuron_device_present
+
+    present = neuron_device_present()
+    out = [(OK if present else INFO, "neuron device", "present" if present else "none (CPU/GPU backends only)")]
+    for name in ("torch-neuronx", "neuronx-cc"):
+        try:
+            out.append((OK, name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            out.append((INFO if not present else FAIL, name, "not installed (needed on a trn2 only)"))
+    return out
 
 
 def checks() -> list[tuple[str, str, str]]:
     """(status, what, detail) for each requirement; status is OK, FAIL or INFO (optional, absent)."""
-    out = []
-    ok = sys.version_info >= (3, 10)
-    out.append(("OK" if ok else "FAIL", "python >= 3.10", sys.version.split()[0]))
-    for name in REQUIRED:
-        try:
-            out.append(("OK", name, metadata.version(name)))
-        except metadata.PackageNotFoundError:
-            out.append(("FAIL", name, "not installed: run `make install`"))
-    from neuronhelpers.core.backends import detect_backend, get_backend, neuron_device_present
+    out = [(OK if sys.version_info >= (3, 10) else FAIL, "python >= 3.10", sys.version.split()[0])]
+    out += requirement_checks()
+    out += _neuron_checks()
+    from neuronhelpers.core.backends import detect_backend, get_backend
 
-    present = neuron_device_present()
-    out.append(("OK" if present else "INFO", "neuron device", "present" if present else "none (CPU/GPU backends only)"))
-    for name in ("torch-neuronx", "neuronx-cc"):
-        try:
-            out.append(("OK", name, metadata.version(name)))
-        except metadata.PackageNotFoundError:
-            out.append(("INFO" if not present else "FAIL", name, "not installed (needed on a trn2 only)"))
     backend = get_backend(detect_backend())
-    out.append(("OK", "backend", f"{backend.name} (compile backend {backend.compile_backend}, dist {backend.dist_backend})"))
+    out.append((OK, "backend", f"{backend.name} (compile backend {backend.compile_backend}, dist {backend.dist_backend})"))
     from neuronhelpers.run.compile_cache import cache_dir
 
     folder = cache_dir(backend)
     files = sum(1 for _ in folder.rglob("*") if _.is_file()) if folder.is_dir() else 0
-    out.append(("OK" if files else "INFO", "compile cache", f"{folder} ({files} files)" if files
+    out.append((OK if files else INFO, "compile cache", f"{folder} ({files} files)" if files
                 else f"{folder} (empty: first runs compile from scratch; `neuronhelpers cache sync` fills it)"))
     from neuronhelpers.core.network import hub_reachable, hub_status_line
 
-    out.append(("OK" if hub_reachable() else "INFO", "Hugging Face Hub", hub_status_line()))
+    out.append((OK if hub_reachable() else INFO, "Hugging Face Hub", hub_status_line()))
     return out
 
 
 def main() -> int:
     results = checks()
+    width = max(18, *(len(what) for _, what, _ in results))
     for status, what, detail in results:
-        print(f"{status:4s}  {what:18s} {detail}")
-    failed = [r for r in results if r[0] == "FAIL"]
+        print(f"{status:4s}  {what:{width}s} {detail}")
+    failed = [r for r in results if r[0] == FAIL]
     print("all required checks passed" if not failed else f"{len(failed)} check(s) failed")
     return 1 if failed else 0
 

@@ -26,6 +26,7 @@ BACKEND_ENV = "NEURONHELPERS_BACKEND"
 FORK_SERVER_ENV = "NEURONHELPERS_FORK_SERVER"
 JUDGE_MODEL_ENV = "NEURONHELPERS_JUDGE_MODEL"
 HUB_UNREACHABLE_ENV = "NEURONHELPERS_HUB_UNREACHABLE"
+RESULTS_ENV = "NEURONHELPERS_RESULTS"
 
 VARIABLES = {v.name: v for v in (
     Variable(HOME_ENV, "~/.cache/neuronhelpers",
@@ -34,7 +35,7 @@ VARIABLES = {v.name: v for v in (
     Variable("NEURONHELPERS_DATASET", "aws-neuron/torch-neuronx-model-support", "the published results dataset (Hub id)"),
     Variable("NEURONHELPERS_CACHE_BUCKET", "aws-neuron/torch-neuronx-neff-cache",
              "the Hub bucket of prebuilt compile caches, one neuronxcc-<version> folder per compiler version"),
-    Variable("NEURONHELPERS_RESULTS", "results", "the results folder the explorer app (neuronhelpers app) opens"),
+    Variable(RESULTS_ENV, "results", "the results folder the explorer app (neuronhelpers app) opens"),
     Variable("NEURONHELPERS_CORE_GIB", "24", "memory of one core in GiB where the backend does not say (cpu, cuda)"),
     Variable("NEURONHELPERS_HOST_GIB", None, "host memory a CPU reference may use, in GiB (default: half of this machine's RAM)"),
     Variable("NEURONHELPERS_NEURON_CORES", "16", "NeuronCores a local sweep shares out among its parallel jobs"),

@@ -1,6 +1,6 @@
 """Fleet sweeps on Ray: many machines (trn2 instances), one dataset, nothing lost when a node dies.
 
-``neuronhelpers sweep ... --ray ADDRESS`` (or ``sweep_on_ray``) runs the same sweep as ``sweep.sweep``, with
+``neuronhelpers sweep ... --ray ADDRESS`` (or ``sweep_on_ray``) runs the same sweep as ``local.sweep_models``, with
 each model as one Ray task:
 
 - The driver (this process) resolves and plans every model, as the local sweep does: the plan says how many
@@ -9,7 +9,7 @@ each model as one Ray task:
   weights' headers; a twin is built once and cached) and is the only way to ask Ray for the right resources.
 - A task asks for the planned cores: ``neuron_cores`` on ``neuron`` (Ray's built-in resource: it sets
   NEURON_RT_VISIBLE_CORES for the task), CPUs and an estimate of host memory elsewhere. It runs
-  ``sweep.run_one``: the model is planned again on that node with exactly those cores (checkpoints, twins and
+  ``local.run_one``: the model is planned again on that node with exactly those cores (checkpoints, twins and
   caches are the node's own), and the harness runs the rendered run.py in its own process tree with its
   timeout, so a crash, hang or out-of-memory stays a row.
 - The row comes back to the driver, the dataset's one writer, which appends it at once (atomic, one Parquet
@@ -31,10 +31,12 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from neuronhelpers.store import schema as results
 from neuronhelpers.core.backends import GiB, Backend, get_backend
-from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.errors import UserError, first_line
+from neuronhelpers.core.vocab import UNTESTED, UNTESTED_INFRASTRUCTURE
 from neuronhelpers.run.harness import PlannedRun, untested_row
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S
 from neuronhelpers.sweep.local import SweepLog, excluded_rows, plan_for_sweep, run_one
@@ -109,8 +111,8 @@ def connect(address: str = "auto"):
             ray.init(address=address, **kwargs)
     except ConnectionError as exc:
         _restore(saved)
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"no Ray cluster at '{address}': start one (`ray start --head`) or use --ray local ({first})") from None
+        raise UserError(f"no Ray cluster at '{address}': start one (`ray start --head`) or use --ray local "
+                        f"({first_line(exc)})") from None
     except ray.exceptions.AuthenticationError as exc:
         _restore(saved)
         raise UserError(f"the Ray cluster at '{address}' refused this driver: set RAY_AUTH_MODE=token and give it "
@@ -197,14 +199,31 @@ def shortfall(request: dict, nodes: list[dict]) -> str:
 
 
 def _task(model: str, backend: str, cores: int, timeout: float, memory_limit_bytes: int | None, work) -> dict:
-    """One model on a Ray worker: ``sweep.run_one`` (or the injected ``work``, same arguments); returns the row
-    the node it ran on and how long it took there."""
+    """One model on a Ray worker: ``local.run_one`` (or ``Scheduling.work``, same arguments); returns the row, the
+    node it ran on and how long it took there."""
     import ray
 
     start = time.monotonic()
     row = (work or run_one)(model, backend=backend, cores=cores, timeout=timeout,
                             memory_limit_bytes=memory_limit_bytes)
     return {"row": row, "node": ray.get_runtime_context().get_node_id(), "seconds": time.monotonic() - start}
+
+
+@dataclass(frozen=True)
+class Scheduling:
+    """How a Ray sweep schedules its tasks and waits for them: ``sweep_on_ray(..., scheduling=Scheduling(...))``.
+
+    The defaults are those of a real sweep. ``core_resource``: the Ray resource one planned core is counted in
+    (default: ``neuron_cores`` on neuron, ``CPU`` elsewhere; a test cluster advertises ``neuron_cores`` on CPU
+    nodes). ``work``: replaces ``local.run_one`` inside each task, with the same arguments (tests of scheduling
+    and faults only). ``poll_s``: how long the driver waits for a task at a time. ``infeasible_grace_s``: how long a
+    task that no live node can run any more stays pending before its model is recorded UNTESTED.
+    """
+
+    core_resource: str | None = None
+    work: Callable | None = None
+    poll_s: float = 1.0
+    infeasible_grace_s: float = 10.0
 
 
 @dataclass
@@ -229,156 +248,194 @@ def _failure_kind(ray, exc) -> str:
 def infrastructure_row(planned: PlannedRun, be: Backend, *, error: str, cause: str) -> dict:
     """UNTESTED (stage infrastructure): the model never reported a result because the cluster failed it."""
     ref = planned.ref
-    return untested_row(ref.model_id, be, stage="infrastructure", error=error, cause=cause, task=ref.task,
+    return untested_row(ref.model_id, be, stage=UNTESTED_INFRASTRUCTURE, error=error, cause=cause, task=ref.task,
                         model_type=ref.model_type, twin_of=ref.twin_of, library=planned.library)
+
+
+NO_NODE_CAUSE = f"{UNTESTED_INFRASTRUCTURE}: no node with the resources the plan needs"
+
+
+def _core_resource(ray, be: Backend, scheduling: Scheduling, report: FleetReport) -> str:
+    """The resource planned cores are counted in, once some live node has it (else a UserError that says so)."""
+    nodes = live_nodes(ray)
+    report.cluster_nodes = len(nodes)
+    resource = scheduling.core_resource or core_resource_for(be)
+    if resource != "CPU" and not any(n["resources"].get(resource) for n in nodes):
+        raise UserError(f"no node of the Ray cluster has '{resource}' (backend {be.name}): "
+                        f"start the nodes on trn2 instances, or sweep with the backend the nodes have")
+    return resource
+
+
+class _Driver:
+    """The driver of one Ray sweep: a task per planned model, each row appended (through the ``SweepLog``, the
+    dataset's one writer) as its task returns it; a task whose node or worker died is submitted again at most
+    ``retries`` times, and a model no live node can run is recorded UNTESTED (infrastructure)."""
+
+    def __init__(self, ray, be: Backend, log: SweepLog, report: FleetReport, *, resource: str, timeout: float,
+                 memory_limit_bytes: int | None, retries: int, scheduling: Scheduling):
+        self.ray, self.be, self.log, self.report = ray, be, log, report
+        self.resource, self.timeout, self.memory_limit_bytes = resource, timeout, memory_limit_bytes
+        self.retries, self.scheduling = retries, scheduling
+        self.remote = ray.remote(_task)
+        self.pending: dict = {}  # ObjectRef -> _Task
+
+    def run(self, models: list[str]) -> None:
+        for model in models:  # planned here, submitted at once: the cluster starts while the rest is planned
+            planned = plan_for_sweep(model, self.be, self.log)
+            if isinstance(planned, dict) or (planned is not None and planned.plan.excluded):
+                self.log.end(model, run_one(planned))  # nothing to run (UNTESTED here, or EXCLUDED): recorded here
+            elif planned is not None:
+                self.report.planned += 1
+                self.submit(_Task(model, planned, task_request(planned, self.be, self.resource)))
+            self.harvest(0)
+        grace = self.scheduling.infeasible_grace_s
+        last_check = time.monotonic()
+        while self.pending:
+            self.harvest(self.scheduling.poll_s)
+            if time.monotonic() - last_check >= min(5.0, grace):
+                last_check = time.monotonic()
+                self.drop_infeasible(grace)
+
+    def record(self, task: _Task, row: dict) -> None:
+        self.log.end(task.model, row)
+        self.report.recorded += 1
+        if row.get("stage") == UNTESTED_INFRASTRUCTURE:
+            self.report.infrastructure.append(task.model)
+
+    def give_up(self, task: _Task, error: str, cause: str) -> None:
+        self.log.say(f"{task.model}: {UNTESTED} ({UNTESTED_INFRASTRUCTURE}): {error}")
+        self.record(task, infrastructure_row(task.planned, self.be, error=error, cause=cause))
+
+    def _tasks_changed(self) -> None:
+        self.log.extra["tasks"] = len(self.pending)
+
+    def submit(self, task: _Task) -> None:
+        """Submit the model's task, or record it UNTESTED when no live node has the resources it asks for."""
+        nodes = live_nodes(self.ray)
+        if not fits(task.request, nodes):
+            self.give_up(task, f"no node of the Ray cluster can run it: {shortfall(task.request, nodes)}; add such a "
+                               "node and sweep again", NO_NODE_CAUSE)
+            return
+        ref = self.remote.options(**_options(task.request)).remote(
+            task.planned.ref.model_id, self.be.name, task.planned.plan.cores, self.timeout, self.memory_limit_bytes,
+            self.scheduling.work)
+        self.pending[ref] = task
+        self.report.submitted += 1
+        self._tasks_changed()
+        self.log.show()
+
+    def harvest(self, wait_s: float) -> None:
+        """Collect the tasks that are done, waiting up to ``wait_s`` for the first one."""
+        if not self.pending:
+            return
+        ready, _ = self.ray.wait(list(self.pending), num_returns=1, timeout=wait_s)
+        if ready:  # and every other one that is ready too
+            ready, _ = self.ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
+        for ref in ready:
+            self.collect(ref)
+
+    def collect(self, ref) -> None:
+        """A finished task: its row recorded, or (its node or worker died) submitted again or given up."""
+        exceptions = self.ray.exceptions
+        task = self.pending.pop(ref)
+        self._tasks_changed()
+        try:
+            returned = self.ray.get(ref)
+        except exceptions.RayTaskError as exc:  # our own code raised inside the task
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, UserError) or isinstance(exc, UserError):
+                self.log.say(f"skipped {task.model} on its node: {cause or exc}")
+                self.log.end(task.model, skipped=True)
+                return
+            raise
+        except exceptions.TaskCancelledError:
+            return
+        except exceptions.RayError as exc:  # the node or the worker died, the result was lost, ...
+            self.died(task, exc)
+            return
+        row = returned["row"]
+        self.report.nodes[task.model], self.report.task_seconds[task.model] = returned["node"], returned["seconds"]
+        _check_versions(task, row, self.log)
+        self.record(task, row)
+
+    def died(self, task: _Task, exc: BaseException) -> None:
+        """A task ended without a result: submitted again, or after ``retries`` more the model is given up."""
+        task.failures.append(_failure_kind(self.ray, exc))
+        if len(task.failures) <= self.retries:
+            self.report.retried[task.model] += 1
+            self.log.extra["retried"] = sum(self.report.retried.values())
+            self.submit(task)
+            return
+        what = ", ".join(f"{kind} {n} time{'s' if n > 1 else ''}" for kind, n in Counter(task.failures).items())
+        self.give_up(task, f"its Ray task failed {len(task.failures)} times without a result ({what}; last: "
+                           f"{first_line(exc)}); the model never reported a result: sweep again to retry it",
+                     f"{UNTESTED_INFRASTRUCTURE}: {what}")
+
+    def drop_infeasible(self, grace_s: float) -> None:
+        """Tasks no live node can run any more (the only node big enough died): recorded after ``grace_s``."""
+        nodes = live_nodes(self.ray)
+        now = time.monotonic()
+        for ref, task in list(self.pending.items()):
+            if fits(task.request, nodes):
+                task.infeasible_since = None
+                continue
+            task.infeasible_since = task.infeasible_since or now
+            if now - task.infeasible_since >= grace_s:
+                self.pending.pop(ref)
+                self._tasks_changed()
+                self._cancel(ref)
+                self.give_up(task, f"no live node of the Ray cluster can run it any more: "
+                                   f"{shortfall(task.request, nodes)}; add such a node and sweep again", NO_NODE_CAUSE)
+
+    def _cancel(self, ref) -> None:
+        try:
+            self.ray.cancel(ref, force=True)
+        except Exception:  # noqa: BLE001 - already finished or gone
+            pass
+
+    def cancel_pending(self) -> None:
+        """The driver stops early (an error, Ctrl-C): stop the runs in flight."""
+        for ref in list(self.pending):
+            self._cancel(ref)
 
 
 def sweep_on_ray(models: list[str], out: str | Path, *, address: str = "auto", backend: str | Backend | None = None,
                  timeout: float = DEFAULT_TIMEOUT_S, rerun: bool = False, progress: bool = True,
                  memory_limit_bytes: int | None = None, include_excluded: bool = False,
-                 retries: int = DEFAULT_RETRIES, core_resource: str | None = None, report: FleetReport | None = None,
-                 work=None, poll_s: float = 1.0, infeasible_grace_s: float = 10.0) -> list[dict]:
-    """``sweep.sweep`` on a Ray cluster: every model not yet recorded in ``out`` is one Ray task asking for its
-    planned cores; each row is appended to ``out`` by this process as soon as its task returns it.
+                 retries: int = DEFAULT_RETRIES, report: FleetReport | None = None,
+                 scheduling: Scheduling | None = None) -> list[dict]:
+    """``local.sweep_models`` on a Ray cluster: every model not yet recorded in ``out`` is one Ray task asking for
+    its planned cores; each row is appended to ``out`` by this process as soon as its task returns it.
 
     ``address``: ``auto`` (the cluster this machine belongs to), ``host:port``, or ``local`` (start a cluster
     here for this sweep and stop it at the end); an existing ``ray.init`` connection is used as it is.
     ``retries``: how many times a model whose task died with its node or worker is submitted again before it is
-    recorded UNTESTED (stage ``infrastructure``). ``core_resource`` overrides the Ray resource one planned core
-    is counted in (``neuron_cores`` on neuron, ``CPU`` elsewhere). ``report`` (a FleetReport) is filled in.
-    ``work`` replaces ``sweep.run_one`` inside the task (tests of scheduling and faults only).
+    recorded UNTESTED (stage ``infrastructure``). ``report`` (a FleetReport) is filled in. ``scheduling`` (a
+    ``Scheduling``) changes the resource cores are counted in, the work each task does, and the driver's waits.
     """
     ray = import_ray()
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     report = report if report is not None else FleetReport()
-    out = Path(out)
+    scheduling = scheduling or Scheduling()
     models = list(dict.fromkeys(models))
     disconnect = connect(address)
-    log = None
-    pending: dict = {}  # ObjectRef -> _Task
+    log = driver = None
     try:
-        nodes = live_nodes(ray)
-        report.cluster_nodes = len(nodes)
-        resource = core_resource or core_resource_for(be)
-        if resource != "CPU" and not any(n["resources"].get(resource) for n in nodes):
-            raise UserError(f"no node of the Ray cluster has '{resource}' (backend {be.name}): "
-                            f"start the nodes on trn2 instances, or sweep with the backend the nodes have")
-        remote = ray.remote(_task)
-        log = SweepLog(out, be, len(models), rerun=rerun, progress=progress, desc=f"sweep[{be.name}@ray]")
+        resource = _core_resource(ray, be, scheduling, report)
+        log = SweepLog(Path(out), be, len(models), rerun=rerun, progress=progress, desc=f"sweep[{be.name}@ray]")
+        driver = _Driver(ray, be, log, report, resource=resource, timeout=timeout,
+                         memory_limit_bytes=memory_limit_bytes, retries=retries, scheduling=scheduling)
         if include_excluded:
             log.append([r for r in excluded_rows(be) if not log.is_recorded(r)])
-
-        def record(task: _Task, row: dict) -> None:
-            log.end(task.model, row)
-            report.recorded += 1
-            if row.get("stage") == "infrastructure":
-                report.infrastructure.append(task.model)
-
-        def give_up(task: _Task, error: str, cause: str) -> None:
-            log.say(f"{task.model}: UNTESTED (infrastructure): {error}")
-            record(task, infrastructure_row(task.planned, be, error=error, cause=cause))
-
-        def submit(task: _Task) -> None:
-            now = live_nodes(ray)
-            if not fits(task.request, now):
-                why = shortfall(task.request, now)
-                give_up(task, f"no node of the Ray cluster can run it: {why}; add such a node and sweep again",
-                        "infrastructure: no node with the resources the plan needs")
-                return
-            ref = remote.options(**_options(task.request)).remote(
-                task.planned.ref.model_id, be.name, task.planned.plan.cores, timeout, memory_limit_bytes, work)
-            pending[ref] = task
-            report.submitted += 1
-            log.extra["tasks"] = len(pending)
-            log.show()
-
-        def collect(ref) -> None:
-            task = pending.pop(ref)
-            log.extra["tasks"] = len(pending)
-            try:
-                returned = ray.get(ref)
-            except ray.exceptions.RayTaskError as exc:  # our own code raised inside the task
-                cause = getattr(exc, "cause", None)
-                if isinstance(cause, UserError) or isinstance(exc, UserError):
-                    log.say(f"skipped {task.model} on its node: {cause or exc}")
-                    log.end(task.model, skipped=True)
-                    return
-                raise
-            except ray.exceptions.TaskCancelledError:
-                return
-            except ray.exceptions.RayError as exc:  # the node or the worker died, the result was lost, ...
-                task.failures.append(_failure_kind(ray, exc))
-                if len(task.failures) <= retries:
-                    report.retried[task.model] += 1
-                    log.extra["retried"] = sum(report.retried.values())
-                    submit(task)
-                    return
-                counts = Counter(task.failures)
-                what = ", ".join(f"{kind} {n} time{'s' if n > 1 else ''}" for kind, n in counts.items())
-                first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-                give_up(task, f"its Ray task failed {len(task.failures)} times without a result ({what}; last: "
-                              f"{first}); the model never reported a result: sweep again to retry it",
-                        f"infrastructure: {what}")
-                return
-            row = returned["row"]
-            report.nodes[task.model], report.task_seconds[task.model] = returned["node"], returned["seconds"]
-            _check_versions(task, row, log)
-            record(task, row)
-
-        def harvest(wait_s: float) -> None:
-            if not pending:
-                return
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=wait_s)
-            if ready:  # and every other one that is ready too
-                ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
-            for ref in ready:
-                collect(ref)
-
-        for model in models:  # planned here, submitted at once: the cluster starts while the rest is planned
-            planned = plan_for_sweep(model, be, log)
-            if isinstance(planned, dict) or (planned is not None and planned.plan.excluded):
-                log.end(model, run_one(planned))  # nothing to run (UNTESTED here, or EXCLUDED): recorded here
-            elif planned is not None:
-                report.planned += 1
-                submit(_Task(model, planned, task_request(planned, be, core_resource)))
-            harvest(0)
-        last_check = time.monotonic()
-        while pending:
-            harvest(poll_s)
-            if time.monotonic() - last_check >= min(5.0, infeasible_grace_s):
-                last_check = time.monotonic()
-                _drop_infeasible(ray, pending, give_up, infeasible_grace_s, log)
+        driver.run(models)
     finally:
-        for ref in list(pending):  # the driver stops early (an error, Ctrl-C): stop the runs in flight
-            try:
-                ray.cancel(ref, force=True)
-            except Exception:  # noqa: BLE001 - already finished or gone
-                pass
+        if driver is not None:
+            driver.cancel_pending()
         if log is not None:
             log.close()
         if disconnect is not None:
             disconnect()
     return log.rows
-
-
-def _drop_infeasible(ray, pending: dict, give_up, grace_s: float, log) -> None:
-    """Tasks no live node can run any more (the only node big enough died): recorded after ``grace_s``."""
-    nodes = live_nodes(ray)
-    now = time.monotonic()
-    for ref, task in list(pending.items()):
-        if fits(task.request, nodes):
-            task.infeasible_since = None
-            continue
-        task.infeasible_since = task.infeasible_since or now
-        if now - task.infeasible_since >= grace_s:
-            pending.pop(ref)
-            log.extra["tasks"] = len(pending)
-            try:
-                ray.cancel(ref, force=True)
-            except Exception:  # noqa: BLE001
-                pass
-            give_up(task, f"no live node of the Ray cluster can run it any more: {shortfall(task.request, nodes)}; "
-                          "add such a node and sweep again", "infrastructure: no node with the resources the plan needs")
 
 
 _warned_versions: set = set()

@@ -1,4 +1,4 @@
-"""The sweep: run a list of models, each in its own process tree, writing each row as it finishes.
+"""The sweep (``sweep_models``): run a list of models, each in its own process tree, writing each row as it finishes.
 
 Resumable: a model already recorded for the same versions is skipped (``rerun=True`` forces it).
 Parallel: ``jobs`` models at once, each pinned to a disjoint CPU set here, or to a disjoint
@@ -18,28 +18,23 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from neuronhelpers.core import settings
 from neuronhelpers.store import dataset
 from neuronhelpers.store import schema as results
 from neuronhelpers.core import versions
 from neuronhelpers.core.backends import Backend, get_backend
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.run.harness import PlannedRun, prepare_run, run_model
-from neuronhelpers.run.render import LIBRARY_FOR_TASK
 from neuronhelpers.models.selected import SELECTED
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S
-from neuronhelpers.core.vocab import EXCLUDED, PASS
+from neuronhelpers.core.vocab import EXCLUDED, LIBRARY_FOR_TASK, PASS
 
 
 def excluded_rows(backend: Backend) -> list[dict]:
     """EXCLUDED rows for the Selected models deliberately left out, with their reasons (never run: no cores)."""
-    compiler, compiler_version = versions.compiler_for(backend)
-    core = versions.core_versions()
     return [
         results.new_row(model_id=e.model_id, task=e.task, model_type=e.model_type, result=EXCLUDED, error=e.excluded,
-                        backend=backend.name, compiler=compiler, compiler_version=compiler_version,
-                        neuronx_cc=core["neuronx-cc"] if compiler == "neuronx-cc" else None,
-                        library=LIBRARY_FOR_TASK[e.task], library_version=versions.library_version(LIBRARY_FOR_TASK[e.task]),
-                        torch=core["torch"])
+                        **versions.version_columns(backend, LIBRARY_FOR_TASK[e.task]))
         for e in SELECTED
         if e.excluded
     ]
@@ -71,7 +66,7 @@ def neuron_slots(jobs: int, total_cores: int | None = None) -> list[str | None]:
     """
     if jobs <= 1:
         return [None]
-    total = total_cores or int(os.environ.get("NEURONHELPERS_NEURON_CORES", "16"))
+    total = total_cores or settings.neuron_cores()
     size = total // jobs
     if size < 1:
         raise UserError(f"--jobs {jobs} is more than the {total} NeuronCores here: use at most {total}")
@@ -184,7 +179,7 @@ def run_one(model: str | PlannedRun | dict, *, backend: str | Backend | None = N
     return run_model(planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes, cpus=cpus, env=env)
 
 
-def sweep(models: list[str], out: str | Path, *, backend: str | Backend | None = None, jobs: int = 1,
+def sweep_models(models: list[str], out: str | Path, *, backend: str | Backend | None = None, jobs: int = 1,
           timeout: float = DEFAULT_TIMEOUT_S, rerun: bool = False, progress: bool = True,
           memory_limit_bytes: int | None = None, include_excluded: bool = False) -> list[dict]:
     """Run every model not yet recorded in ``out`` and append its row there as soon as it finishes.
@@ -242,7 +237,6 @@ def _progress(total: int, enabled: bool, be: Backend, desc: str | None = None):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc or f"sweep[{be.name}]", unit="model", dynamic_ncols=True)
-
 
 
 def summary_frame(df):

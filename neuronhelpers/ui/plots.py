@@ -3,7 +3,9 @@
 Every plot has a title and labelled axes; counts get integer ticks, rates are shown in percent (on the axis
 and on each bar); a legend only names colours that were drawn and sits outside the bars. Each function
 takes an optional ``ax`` and returns what it drew on; with no data it says so on the axes instead of
-failing. Taught in notebook 01 and the architecture catalog notebook.
+failing. The colours (``RESULT_COLORS``, ``STAGE_COLORS``) and the pass rate per family (``family_pass_rates``,
+``rate_label``) are defined here once: the explorer's summary chart and result labels use them too. Taught in
+notebook 01 and the architecture catalog notebook.
 """
 
 from __future__ import annotations
@@ -12,17 +14,23 @@ import textwrap
 
 import pandas as pd
 
+from neuronhelpers.core import vocab
 from neuronhelpers.core.vocab import FAIL, PASS, STAGES
+from neuronhelpers.store.dataset import newest_per_model
 
+# The colour of each result, the one table: these plots and the explorer (its result labels and its summary chart).
 PASS_COLOR = "#2e7d32"
 FAIL_COLOR = "#c62828"
+RESULT_COLORS = {PASS: PASS_COLOR, FAIL: FAIL_COLOR}
 # One colour per stage (FAIL stages and UNTESTED reasons), the same in every plot.
 STAGE_COLORS = {
-    "load": "#8c564b", "compile": "#d62728", "run": "#ff7f0e", "oom": "#9467bd", "timeout": "#7f7f7f",
-    "mismatch": "#e377c2", "reference": "#17becf",
-    "twin": "#bcbd22", "dependency": "#1f77b4", "infrastructure": "#aec7e8",
+    vocab.STAGE_LOAD: "#8c564b", vocab.STAGE_COMPILE: "#d62728", vocab.STAGE_RUN: "#ff7f0e",
+    vocab.STAGE_OOM: "#9467bd", vocab.STAGE_TIMEOUT: "#7f7f7f", vocab.STAGE_MISMATCH: "#e377c2",
+    vocab.STAGE_REFERENCE: "#17becf",
+    vocab.UNTESTED_TWIN: "#bcbd22", vocab.UNTESTED_DEPENDENCY: "#1f77b4", vocab.UNTESTED_INFRASTRUCTURE: "#aec7e8",
 }
 OTHER_COLOR = "#555555"
+UNKNOWN_FAMILY = "(unknown)"
 
 
 def _axes(ax, figsize):
@@ -66,8 +74,27 @@ def _tested(df: pd.DataFrame) -> pd.DataFrame:
     return df[df.result.isin([PASS, FAIL])].copy()
 
 
-def _rate_label(rate: float, passed: int, tested: int) -> str:
+def rate_label(rate: float, passed: int, tested: int) -> str:
+    """A pass rate as every chart labels it: '67% (2/3)'."""
     return f"{rate:.0f}% ({passed}/{tested})"
+
+
+def family_pass_rates(results: pd.Series, families: pd.Series, top: int = 15) -> pd.DataFrame:
+    """Per family, over one result per model: models tested (PASS or FAIL), passed, and the pass rate (%), the
+    ``top`` most-tested families first (then the most passed, then by name); a missing or empty family name is
+    '(unknown)'. The numbers of both pass-rate-by-family charts (``pass_rate_by_family`` and the explorer's)."""
+    tested = results.isin([PASS, FAIL]).to_numpy()
+    if not tested.any():
+        return pd.DataFrame({"family": pd.Series(dtype=object), "tested": pd.Series(dtype=int),
+                             "passed": pd.Series(dtype=int), "rate": pd.Series(dtype=float)})
+    names = pd.Series(families.to_numpy(dtype=object)[tested])
+    names = names.where(names.notna() & names.ne(""), UNKNOWN_FAMILY).astype(str)
+    grouped = pd.Series(results.to_numpy()[tested] == PASS).groupby(names.to_numpy())
+    out = pd.DataFrame({"tested": grouped.size(), "passed": grouped.sum().astype(int)}).rename_axis("family")
+    out = out.reset_index().sort_values(["tested", "passed", "family"], ascending=[False, False, True], kind="stable")
+    out = out.head(top).reset_index(drop=True)
+    out["rate"] = out["passed"] / out["tested"] * 100
+    return out
 
 
 def pass_rate_per_version(df: pd.DataFrame, ax=None):
@@ -93,7 +120,7 @@ def pass_rate_per_version(df: pd.DataFrame, ax=None):
     ax.set_xlabel("compiler and library version")
     ax.set_title(title)
     for bar, r, p, n in zip(bars, rate.values, passed.values, counts.values):
-        ax.annotate(_rate_label(r, p, n), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+        ax.annotate(rate_label(r, p, n), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
                     va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
     return ax
 
@@ -155,40 +182,30 @@ def failure_stages_per_version(df: pd.DataFrame, ax=None):
     return ax
 
 
-def _newest_per_model(df: pd.DataFrame) -> pd.DataFrame:
-    if "timestamp" in df:
-        df = df.sort_values("timestamp", na_position="first", kind="stable")
-    return df.drop_duplicates("model_id", keep="last")
-
-
 def pass_rate_by_family(df: pd.DataFrame, family: str = "model_type", top: int = 15, ax=None):
     """Horizontal bars: pass rate per family (the architecture, ``model_type``, by default; any column), over
     each model's newest row (pass one version pair's rows to compare like with like). Most-tested families
     first, each bar labelled with its percentage and counts."""
     title = f"Pass rate by {family.replace('_', ' ')}"
-    tested = _tested(_newest_per_model(df))
-    names = tested[family] if family in tested else pd.Series(index=tested.index, dtype=object)
-    if family == "model_type" and "twin_of" in tested:
-        names = names.fillna(tested["twin_of"])
-    tested["family"] = names.fillna("(unknown)").astype(str)
-    grouped = tested.groupby("family")["result"]
-    stats = pd.DataFrame({"tested": grouped.size(), "passed": grouped.apply(lambda r: int((r == PASS).sum()))})
-    stats = stats.sort_values(["tested", "passed"], ascending=False, kind="stable").head(top).iloc[::-1]
+    newest = newest_per_model(df)
+    names = newest[family] if family in newest else pd.Series(index=newest.index, dtype=object)
+    if family == "model_type" and "twin_of" in newest:
+        names = names.fillna(newest["twin_of"])
+    stats = family_pass_rates(newest["result"], names, top).iloc[::-1]
     ax = _axes(ax, (6.5, 1.0 + 0.3 * max(len(stats), 2)))
     if stats.empty:
         return _nothing(ax, title, "no PASS or FAIL rows")
-    rate = stats["passed"] / stats["tested"] * 100
-    bars = ax.barh(range(len(stats)), rate.values, color=PASS_COLOR, height=0.6)
-    ax.set_yticks(range(len(stats)), stats.index, fontsize=8)
+    bars = ax.barh(range(len(stats)), stats["rate"].values, color=PASS_COLOR, height=0.6)
+    ax.set_yticks(range(len(stats)), stats["family"], fontsize=8)
     ax.set_xlim(0, 130)
     ax.set_xticks([0, 25, 50, 75, 100])
     _percent_ticks(ax.xaxis)
     ax.set_xlabel("PASS (% of tested models)")
     ax.set_ylabel(family.replace("_", " "))
     ax.set_title(title)
-    for bar, r, p, n in zip(bars, rate.values, stats["passed"].values, stats["tested"].values):
-        ax.annotate(_rate_label(r, p, n), (bar.get_width(), bar.get_y() + bar.get_height() / 2), va="center",
-                    fontsize=8, xytext=(3, 0), textcoords="offset points")
+    for bar, r in zip(bars, stats.itertuples(index=False)):
+        ax.annotate(rate_label(r.rate, r.passed, r.tested), (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+                    va="center", fontsize=8, xytext=(3, 0), textcoords="offset points")
     return ax
 
 

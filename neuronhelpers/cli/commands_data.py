@@ -1,0 +1,179 @@
+"""The commands over a results dataset: ``causes``, ``diff``, ``check``, ``card``, ``publish``, ``contribute``,
+``rankings`` and ``app`` (the explorer served with Voila).
+
+Each takes the parsed arguments and returns the exit status; the parser is ``cli/main.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from neuronhelpers.core import settings
+from neuronhelpers.cli.commands_run import json_default
+from neuronhelpers.core import vocab
+from neuronhelpers.core.errors import UserError
+
+
+def _print_ranked(title: str, frame, top: int) -> None:
+    if frame.empty:
+        return
+    print(f"\n{title}, by architectures blocked:")
+    for row in frame.head(top).itertuples(index=False):
+        names = ", ".join(row.architectures[:8]) + (", ..." if len(row.architectures) > 8 else "")
+        print(f"{row.count:4d}  [{row.stage}] {row.cause}\n      {names}")
+    if len(frame) > top:
+        print(f"      ... and {len(frame) - top} more causes (--top N)")
+
+
+def cmd_causes(args) -> int:
+    """Root causes ranked by how many architectures they block, each with its architectures."""
+    from neuronhelpers.store.dataset import load_results, select_pair
+    from neuronhelpers.verdict.causes import rank_causes, untested_reasons
+
+    df, pair = select_pair(load_results(args.results), args.pair)
+    failing, untested = rank_causes(df), untested_reasons(df)
+    if args.json:
+        print(json.dumps({"pair": pair, "failures": failing.to_dict("records"), "untested": untested.to_dict("records")},
+                         default=json_default))
+        return 0
+    tested = df[df.result.isin([vocab.PASS, vocab.FAIL])]
+    print(f"{args.results} ({'compiler ' + pair[0] + ', library ' + pair[1] if pair else 'all rows'}): "
+          f"{len(tested)} verdicts ({(tested.result == vocab.PASS).sum()} PASS, {(tested.result == vocab.FAIL).sum()} FAIL), "
+          f"{(df.result == vocab.UNTESTED).sum()} untested")
+    _print_ranked("FAIL causes", failing, args.top)
+    _print_ranked("UNTESTED reasons", untested, args.top)
+    return 0
+
+
+def cmd_diff(args) -> int:
+    import pandas as pd
+
+    from neuronhelpers.store.diff import diff_results, load_side
+
+    changes = diff_results(load_side(args.old), load_side(args.new), time_threshold=args.time_threshold,
+                           memory_threshold=args.memory_threshold)
+    if changes.empty:
+        print("no changes")
+        return 0
+    counts = changes.change.astype(str).value_counts()
+    print(", ".join(f"{counts[c]} {c}" for c in changes.change.cat.categories if c in counts))
+    with pd.option_context("display.max_colwidth", 80, "display.width", 200):
+        print(changes.dropna(axis=1, how="all").to_string(index=False))
+    return 0
+
+
+def cmd_check(args) -> int:
+    from neuronhelpers.store.dataset import load_results, select_pair
+    from neuronhelpers.store.diff import check_expected, expected_frame, read_expected
+
+    actual, _ = select_pair(load_results(args.results), args.pair)
+    if args.write:
+        frame = expected_frame(actual)
+        frame.to_csv(args.expected, index=False)
+        print(f"wrote {args.expected} ({len(frame)} models, " +
+              ", ".join(f"{n} {r}" for r, n in frame.result.value_counts().sort_index().items()) + ")")
+        return 0
+    expected = read_expected(args.expected)
+    problems, notes = check_expected(expected, actual, only_tested=args.only_tested)
+    for line in notes:
+        print(f"note: {line}")
+    for line in problems:
+        print(line)
+    checked = expected.model_id.isin(actual.model_id).sum() if args.only_tested else len(expected)
+    print(f"{len(problems)} change(s) of verdict in {checked} model(s) checked against {args.expected}")
+    if problems:
+        print(f"If the new results are right, rewrite the file: neuronhelpers check {args.results} "
+              f"--expected {args.expected} --write")
+    return 1 if problems else 0
+
+
+def cmd_card(args) -> int:
+    from neuronhelpers.store.card import write_card
+
+    print(write_card(args.folder))
+    return 0
+
+
+def cmd_publish(args) -> int:
+    from neuronhelpers.store.publish import publish
+
+    print(publish(args.folder, args.repo, dry_run=args.dry_run).describe(args.dry_run))
+    return 0
+
+
+def cmd_contribute(args) -> int:
+    from neuronhelpers.store.publish import contribute
+
+    print(contribute(args.rows, args.repo, dry_run=args.dry_run).describe(args.dry_run))
+    return 0
+
+
+def cmd_rankings(args) -> int:
+    """Show which rankings the explorer uses; --refresh fetches them from the Hub and saves a dated snapshot."""
+    from neuronhelpers.models.rankings import fetch_rankings, load_rankings, ranking_label, save_snapshot
+
+    if args.refresh:
+        try:
+            path = save_snapshot(fetch_rankings(limit=args.limit))
+            print(f"saved {path}")
+        except Exception as exc:  # offline or rate limited: say so, keep the last snapshot
+            print(f"neuronhelpers: could not refresh the rankings ({type(exc).__name__}); "
+                  f"the explorer keeps using the {ranking_label(load_rankings())}", file=sys.stderr)
+            return 1
+    frame = load_rankings()
+    print(f"{ranking_label(frame)}: " + ", ".join(
+        f"{view}/{task} {len(group)}" for (view, task), group in frame.groupby(["view", "task"])))
+    return 0
+
+
+def cmd_app(args) -> int:
+    """Serve the explorer as a web page with Voila on localhost."""
+    import os
+    import shutil
+    from importlib import resources
+
+    from neuronhelpers.store.dataset import load_results
+
+    load_results(args.results)  # a clear error now rather than a broken page later
+    voila = shutil.which("voila", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    if voila is None:
+        raise UserError("voila is not installed: pip install voila (it is part of `make install`)")
+    notebook = str(resources.files("neuronhelpers.ui.app").joinpath("explorer.ipynb"))
+    env = {**os.environ, settings.RESULTS_ENV: os.path.abspath(args.results)}
+    print(f"serving the explorer on http://127.0.0.1:{args.port}/ (Ctrl-C to stop)", flush=True)
+    cmd = [voila, notebook, f"--port={args.port}", "--no-browser", "--Voila.ip=127.0.0.1",
+           "--show_tracebacks=False", "--theme=light"]
+    return serve_until_stopped(cmd, env)
+
+
+def serve_until_stopped(cmd: list[str], env: dict, grace_s: float = 10.0) -> int:
+    """Run a server in its own process group and take it down with this process: on SIGTERM or SIGINT it is
+    asked to stop (it shuts its kernels down), then killed after ``grace_s``; if this process dies, the
+    kernel kills the server (parent-death signal)."""
+    import os
+    import signal
+    import subprocess
+
+    from neuronhelpers.run.recipes.scaffold import die_with_parent
+
+    server = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
+
+    def stop(signum, _frame):
+        try:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return server.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)

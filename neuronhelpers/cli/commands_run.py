@@ -1,0 +1,199 @@
+"""The commands that run models: ``run``, ``plan``, ``render``, ``sweep``, ``demo``, ``twins`` and ``cache``.
+
+Each takes the parsed arguments and returns the exit status; the parser is ``cli/main.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from neuronhelpers.core import vocab
+from neuronhelpers.core.errors import UserError
+
+
+def json_default(value):
+    """JSON for what a row holds besides plain values: timestamps as ISO text, anything else as its str."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
+def cmd_run(args) -> int:
+    from neuronhelpers.run.harness import run_model, summary_line
+
+    row = run_model(args.model, backend=args.backend, dtype=args.dtype, timeout=args.timeout,
+                    trust_remote_code=args.trust_remote_code, cores=args.cores, judge_model=args.judge_model)
+    if args.json:
+        print(json.dumps(row, default=json_default))
+    else:
+        print(summary_line(row))
+        if row["result"] != vocab.PASS and args.verbose and row.get("traceback"):
+            print(row["traceback"], file=sys.stderr)
+    return 0 if row["result"] == vocab.PASS else 1
+
+
+def cmd_plan(args) -> int:
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.models.resolve import resolve_model
+    from neuronhelpers.run.plan import plan_model
+
+    ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code)
+    backend = get_backend(args.backend)
+    print(f"{ref.model_id} on {backend.name}:")
+    print(plan_model(ref, backend, dtype=args.dtype, forced=args.cores).describe())
+    return 0
+
+
+def cmd_render(args) -> int:
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.models.resolve import resolve_model
+    from neuronhelpers.run.plan import plan_model
+    from neuronhelpers.run.render import recipe_params, render_requirements, render_run_py
+
+    ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code)
+    backend = get_backend(args.backend)
+    if args.requirements:
+        print(render_requirements(backend, ref.task), end="")
+        return 0
+    plan = plan_model(ref, backend, dtype=args.dtype, forced=args.cores)
+    if plan.excluded:
+        raise UserError(f"{ref.model_id} is not run: {plan.excluded}")
+    print(render_run_py(recipe_params(ref, backend, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
+                                      cores=plan.cores, parallelism=plan.parallelism)), end="")
+    return 0
+
+
+def _sweep(models: list[str], args, backend, include_excluded: bool) -> list[dict]:
+    """The sweep itself, on the Ray cluster that ``--ray`` names or locally (``--jobs`` at once)."""
+    memory = int(args.memory_limit_gb * 2**30) if args.memory_limit_gb else None
+    ray_address = getattr(args, "ray", None)
+    if ray_address:
+        from neuronhelpers.sweep.fleet import FleetReport, sweep_on_ray
+
+        report = FleetReport()
+        rows = sweep_on_ray(models, args.out, address=ray_address, backend=backend, timeout=args.timeout,
+                            rerun=args.rerun, progress=not args.no_progress, memory_limit_bytes=memory,
+                            include_excluded=include_excluded, report=report)
+        print(report.summary())
+        return rows
+    from neuronhelpers.sweep.local import sweep_models
+
+    return sweep_models(models, args.out, backend=backend, jobs=args.jobs, timeout=args.timeout, rerun=args.rerun,
+                        progress=not args.no_progress, memory_limit_bytes=memory, include_excluded=include_excluded)
+
+
+def _summarise(models: list[str], rows: list[dict], args, backend, include_excluded: bool) -> None:
+    """The recorded rows of the swept models (on this backend) as a table, their counts, and what to do next."""
+    import warnings
+
+    from neuronhelpers.store.dataset import DatasetWarning, load_results
+    from neuronhelpers.sweep.local import excluded_rows, summary_frame
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        df = load_results(args.out)
+    wanted = set(models) | {r["model_id"] for r in rows}
+    if include_excluded:
+        wanted |= {r["model_id"] for r in excluded_rows(backend)}
+    shown = df[df.model_id.isin(wanted) & (df.backend == backend.name)].sort_values("model_id")
+    print(summary_frame(shown).to_string(index=False))
+    counts = shown.result.value_counts().to_dict()
+    print(f"{len(rows)} run now, {len(shown)} recorded: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    print(f"Next: the rows are in {args.out}/data/ (pandas: pd.read_parquet('{args.out}/data')); "
+          f"`neuronhelpers run MODEL --json` for one model; `neuronhelpers render MODEL` for its run.py.")
+
+
+def _sweep_and_summarise(models: list[str], args, include_excluded: bool) -> int:
+    from neuronhelpers.core.backends import get_backend
+
+    ray_address = getattr(args, "ray", None)
+    if ray_address:
+        from neuronhelpers.sweep.fleet import import_ray
+
+        import_ray()  # without Ray: one line that says how to install it, before anything is planned
+        if args.jobs != 1:
+            raise UserError("--jobs does not apply with --ray: the cluster's free cores decide how many models run at once")
+    backend = get_backend(args.backend)
+    where = f" on the Ray cluster '{ray_address}'" if ray_address else ""
+    print(f"sweeping {len(models)} models on backend '{backend.name}'{where} into {args.out}/ (32 greedy tokens each, verified)")
+    rows = _sweep(models, args, backend, include_excluded)
+    _summarise(models, rows, args, backend, include_excluded)
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from neuronhelpers.sweep.local import read_model_file, selected_models
+    from neuronhelpers.twins.build import architectures
+
+    models = list(args.models)
+    if args.file:
+        models += read_model_file(args.file)
+    if args.architectures:
+        models += [spec.model_id for spec in architectures(args.task)]
+    use_selected = args.selected or not models
+    if use_selected:
+        models += selected_models(real=args.real)
+    return _sweep_and_summarise(models, args, include_excluded=use_selected)
+
+
+def cmd_demo(args) -> int:
+    """The main job on its built-in default: sweep the Selected list's twins into ./results and summarise."""
+    from neuronhelpers.store.card import write_card
+    from neuronhelpers.sweep.local import selected_models
+
+    code = _sweep_and_summarise(selected_models(real=False), args, include_excluded=True)
+    print(f"Dataset card: {write_card(args.out)}")
+    return code
+
+
+def cmd_twins(args) -> int:
+    """Every architecture of the installed transformers and whether its twin builds (--all builds them)."""
+    from neuronhelpers.twins import build as twins
+
+    specs = twins.architectures(args.task)
+    counts = {"builds": 0, "unavailable": 0, "not built yet": 0}
+    bar = None
+    if args.all and not args.no_progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(specs), desc="twins", unit="twins", dynamic_ncols=True, file=sys.stderr)
+    for spec in specs:
+        try:
+            folder = twins.build_twin(spec.key) if args.all else twins.known_twin(spec)
+            status, detail = ("builds", str(folder)) if folder else ("not built yet", "")
+        except twins.TwinUnavailable as exc:
+            status, detail = "unavailable", f"[{exc.stage}] {exc.reason}"
+        counts[status] += 1
+        line = f"{spec.model_id:34s} {spec.task:20s} {status:13s} {detail}"
+        if bar is not None:
+            bar.update(1)
+            bar.write(line)
+        else:
+            print(line)
+    if bar is not None:
+        bar.close()
+    print(f"{len(specs)} architectures: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
+    return 0
+
+
+def cmd_cache(args) -> int:
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.core.settings import DEFAULT_CACHE_BUCKET
+    from neuronhelpers.core.versions import compiler_for
+    from neuronhelpers.run.compile_cache import cache_dir, current_key, publish_cache, sync_cache, sync_command
+
+    backend = get_backend(args.backend)
+    args.location = args.location or f"hf://buckets/{DEFAULT_CACHE_BUCKET}"
+    if args.action == "sync":
+        folder, files = sync_cache(args.location, backend)
+        print(f"synced {current_key(backend)} from {args.location} into {folder} ({files} files)")
+    elif args.action == "publish":
+        target, files = publish_cache(args.location, backend)
+        print(f"published {files} files to {target}")
+    else:
+        folder = cache_dir(backend)
+        files = sum(1 for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+        print(f"{folder} ({files} files, {current_key(backend)})")
+        print("prebuilt cache for this compiler version:", sync_command(*compiler_for(backend)))
+    return 0
