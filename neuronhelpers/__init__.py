@@ -44,7 +44,7 @@ EXPORTS = {
     "resolve_model": "neuronhelpers.models.resolve:resolve_model",
     "build_twin": "neuronhelpers.twins.build:build_twin",
     "broken_twin": "neuronhelpers.twins.build:broken_twin",
-    "perturbed_twin": "neuronhelpers.twins.libraries:perturbed_twin",
+    "perturbed_twin": "neuronhelpers.twins.build:perturbed_twin",
     "twin_spec": "neuronhelpers.twins.build:twin_spec",
     "architectures": "neuronhelpers.twins.build:architectures",
     "verify_outputs": "neuronhelpers.verdict.verify:verify_outputs",

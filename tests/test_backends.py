@@ -3,7 +3,7 @@
 import pytest
 
 from neuronhelpers.core import versions
-from neuronhelpers.core.backends import BACKENDS, detect_backend, get_backend
+from neuronhelpers.core.backends import detect_backend, get_backend
 from neuronhelpers.core.errors import UserError
 
 

@@ -20,7 +20,7 @@ import pytest
 from neuronhelpers.verdict import judge as judge_mod
 from neuronhelpers.core import network
 from neuronhelpers.run import render as recipe
-from neuronhelpers.twins import build as twins
+from neuronhelpers.twins import shrink, tokenizers
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.verdict.judge import DEFAULT_JUDGE_MODEL, JUDGE_MODEL_ENV, LexicalJudge, LMJudge, make_judge
 
@@ -119,7 +119,7 @@ def _degenerate(twin_tokenizer) -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def degenerate():
-    return _degenerate(twins._build_tokenizer("llama"))
+    return _degenerate(tokenizers.text_tokenizer())
 
 
 def _accuracy(judge, held_out, degenerate):
@@ -147,7 +147,7 @@ def _pydoc_prose_words() -> list[str]:
 def test_held_out_english_shares_no_content_word_with_the_twin_corpus_or_prompts(degenerate):
     """Guards the held-out set: judged English must not be the twins' corpus or prompts in other words."""
     prompts = [p for v in recipe.PROMPTS.values() for p in ([v] if isinstance(v, str) else v)]  # a task may have several
-    ours = {_stem(w) for w in _words(twins._CORPUS + " " + " ".join(prompts))}
+    ours = {_stem(w) for w in _words(tokenizers.CORPUS + " " + " ".join(prompts))}
     assert len(HELD_OUT) >= 20 and len(degenerate) >= 20
     for sentence in HELD_OUT:
         shared = {w for w in _words(sentence) if w not in FUNCTION_WORDS and _stem(w) in ours}
@@ -160,7 +160,7 @@ def test_held_out_english_appears_nowhere_in_the_word_list_source_or_lm_training
     def grams(words):
         return {tuple(words[i:i + 4]) for i in range(len(words) - 3)}
 
-    seen = grams(_pydoc_prose_words()) | grams(_words(twins._CORPUS))
+    seen = grams(_pydoc_prose_words()) | grams(_words(tokenizers.CORPUS))
     for sentence in HELD_OUT:
         assert not grams(_words(sentence)) & seen, sentence
 
@@ -230,7 +230,7 @@ def tiny_lm(tmp_path_factory):
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
     tok = transformers.PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<|bos|>", eos_token="<|eos|>",
                                                pad_token="<|pad|>")
-    config = twins._text_config("llama", tok, {"hidden_size": 128, "intermediate_size": 256, "head_dim": 32})
+    config = shrink.text_config("llama", tok, {"hidden_size": 128, "intermediate_size": 256, "head_dim": 32})
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # on 2 busy cores one thread trains 2-4x faster than two
     try:

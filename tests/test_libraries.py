@@ -186,7 +186,7 @@ def test_local_folders_resolve_to_their_library_task(tmp_path):
 
     st = resolve_model(str(twins.build_twin("tiny/st-bert")))
     assert (st.task, st.model_type, st.twin_of) == (vocab.FEATURE_EXTRACTION, "bert", None)
-    sd = resolve_model(str(library_twins.perturbed_twin("tiny/pixart-dit", tmp_path / "pixart")))
+    sd = resolve_model(str(twins.perturbed_twin("tiny/pixart-dit", tmp_path / "pixart")))
     assert (sd.task, sd.model_type) == (vocab.TEXT_TO_IMAGE, "pixart")
     broken = tmp_path / "no-denoiser"
     shutil.copytree(tmp_path / "pixart", broken)
@@ -266,7 +266,7 @@ def test_a_twin_passes_against_its_cpu_reference_with_its_figures(model_id, tmp_
 
 @pytest.mark.parametrize("model_id", ["tiny/st-bert", "tiny/pixart-dit"])
 def test_a_perturbed_weight_fails_as_a_mismatch_with_the_figures(model_id, tmp_path):
-    broken = library_twins.perturbed_twin(model_id, tmp_path / "perturbed")
+    broken = twins.perturbed_twin(model_id, tmp_path / "perturbed")
     row = run_model(str(broken), reference_model=model_id, workdir=tmp_path / "run")
     assert (row["result"], row["stage"]) == ("FAIL", "mismatch"), row["error"]
     assert row["max_abs_diff"] > row["tolerance"] and "tolerance" in row["error"]

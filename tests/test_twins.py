@@ -13,6 +13,7 @@ from transformers.models.auto.modeling_auto import (
 
 from neuronhelpers.twins import build as twins
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.twins.overrides import OVERRIDES, Override, text_overrides
 from neuronhelpers.models.selected import selected_twins
 
 
@@ -30,8 +31,9 @@ def test_architectures_are_every_causal_lm_and_image_text_to_text_type_of_the_in
 
 def test_every_override_names_a_real_architecture_and_gives_a_reason():
     known = {s.model_type for s in twins.architectures()}
-    for model_type, (overrides, why) in twins.TWIN_OVERRIDES.items():
-        assert model_type in known and overrides and len(why) > 20, model_type
+    for model_type, entry in OVERRIDES.items():
+        assert model_type in known and entry != Override(entry.why) and len(entry.why) > 20, model_type
+        assert entry.text_twin is None or entry.text_twin in known, model_type
 
 
 def test_unknown_twin_suggests_close_names():
@@ -44,13 +46,14 @@ def test_twin_is_cached_and_reused():
     stamp = (first / "config.json").stat().st_mtime_ns
     assert twins.build_twin("tiny/llama") == first
     assert (first / "config.json").stat().st_mtime_ns == stamp
-    assert json.loads((first / "TWIN.json").read_text())["twin_of"] == "llama"
+    assert json.loads((first / "TWIN.json").read_text()) == {"twin_of": "llama", "name": "llama", "task": twins.TEXT_GENERATION,
+                                                            "seed": 0, "format": twins.TWIN_FORMAT}
 
 
 def test_a_hybrid_architecture_keeps_every_kind_of_layer_when_shrunk():
     config = twins.shrunk_config("gemma3_text", twins.TEXT_SHRINK)
     assert config.num_hidden_layers == 2 and set(config.layer_types) == {"sliding_attention", "full_attention"}
-    jamba = twins.shrunk_config("jamba", twins.TEXT_SHRINK, twins.TWIN_OVERRIDES["jamba"][0])
+    jamba = twins.shrunk_config("jamba", twins.TEXT_SHRINK, text_overrides("jamba"))
     assert set(jamba.layers_block_type) == {"mamba", "attention"}
 
 
@@ -68,7 +71,7 @@ def test_a_twin_that_cannot_be_built_is_unavailable_with_its_reason_and_remember
 
 def test_a_sweep_records_an_architecture_without_a_twin_as_untested_never_fail(tmp_path):
     from neuronhelpers.store import dataset
-    from neuronhelpers.sweep.local import sweep
+    from neuronhelpers.sweep.local import sweep_models as sweep
 
     # musicgen is mapped as a causal LM, but its config is an audio model's (text encoder + audio codec):
     # no text-only twin can be built from it with this transformers.

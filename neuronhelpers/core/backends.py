@@ -8,7 +8,6 @@ Taught in notebook 02.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from neuronhelpers.core.errors import UserError

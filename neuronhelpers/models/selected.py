@@ -1,7 +1,7 @@
 """The Selected list: popular Hub models the catalog tracks, with their task and architecture.
 
 A model deliberately left out carries its reason: "not a priority yet", or "incompatible: ...".
-Offline, a sweep of this list runs the tiny twin of each architecture instead (see twins.py); a
+Offline, a sweep of this list runs the tiny twin of each architecture instead (see neuronhelpers.twins); a
 twin's row is labelled as a twin and never stands in for the real model.
 
 Taught in notebook 01 (the Selected view).
@@ -97,8 +97,7 @@ SELECTED = [planned(entry) for entry in SELECTED]
 
 def twin_for(entry: Selected) -> str | None:
     """The twin that stands in for a Selected model offline (its architecture's), or None."""
-    from neuronhelpers.twins.libraries import LIBRARY_TASKS
-    from neuronhelpers.twins.build import architectures
+    from neuronhelpers.twins.specs import LIBRARY_TASKS, architectures
 
     for spec in architectures():
         if spec.model_type == entry.model_type and (entry.task not in LIBRARY_TASKS or spec.task == entry.task):

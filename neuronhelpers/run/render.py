@@ -12,7 +12,7 @@ import re
 from importlib import resources
 
 from neuronhelpers.core import vocab
-from neuronhelpers.core.protocol import MAX_NEW_TOKENS, PROMPTS, SENTENCES, TASK_INPUTS  # noqa: F401 - run.py's inputs
+from neuronhelpers.core.protocol import MAX_NEW_TOKENS, PROMPTS, SENTENCES, TASK_INPUTS  # noqa: F401 - SENTENCES: read by tests as run.py's inputs
 from neuronhelpers.core.vocab import LIBRARY_FOR_TASK
 from neuronhelpers.core.backends import Backend
 from neuronhelpers.models.resolve import ModelRef

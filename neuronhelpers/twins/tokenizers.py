@@ -1,0 +1,161 @@
+"""The twins' tokenizers, all trained here on a few lines of English (no download), so decoded output reads as
+(broken) English: the byte-level BPE of the transformers twins (text and vision-language, with whatever named tokens
+a processor asks for) and the real tokenizer classes of the library twins (BERT WordPiece, Qwen2 BPE, CLIP BPE,
+T5 Unigram). A leaf: imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+CORPUS = """\
+The quick brown fox jumps over the lazy dog. A model that runs on Trainium must load, compile and
+generate. Every result is recorded as a row of an open dataset, and anyone can reproduce it.
+The weather today is mild and the river runs quietly past the old mill. Children walk to school
+while the baker opens his shop. She said that the answer was in the book on the table.
+We measure the time to first token and the number of tokens per second after compilation.
+Write a short story about a robot who learns to paint the sea at night under a bright moon.
+Describe this image in one sentence. What colours do you see, and what shapes are there?
+In the morning the market fills with people who buy bread, fruit, fish and fresh flowers.
+"""
+SPECIAL_TOKENS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|im_start|>", "<|im_end|>"]
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}IMAGE_PLACEHOLDER{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def chat_template(placeholder: str = "") -> str:
+    """The twins' chat template, with ``placeholder`` where a message's image goes."""
+    return CHAT_TEMPLATE.replace("IMAGE_PLACEHOLDER", placeholder)
+
+
+@lru_cache(maxsize=1)
+def _trained_bpe_json() -> str:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=480,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(CORPUS.splitlines(), trainer)
+    return bpe.to_str()
+
+
+def trained_bpe():
+    """The twins' byte-level BPE, trained on the corpus above (the same for every twin; trained once per process)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_str(_trained_bpe_json())
+
+
+def text_tokenizer():
+    """A text twin's tokenizer: the trained BPE with pad / bos / eos and the chat template (no image)."""
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=trained_bpe(),
+        bos_token="<|bos|>",
+        eos_token="<|eos|>",
+        pad_token="<|pad|>",
+    )
+    tok.chat_template = chat_template()
+    return tok
+
+
+def make_tokenizer(named: dict[str, str], extra: list[str]):
+    """A vision-language twin's tokenizer: trained BPE, the usual specials, ``named`` token attributes and ``extra``
+    tokens."""
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=trained_bpe(),
+        bos_token="<|bos|>",
+        eos_token="<|eos|>",
+        pad_token="<|pad|>",
+        unk_token="<|pad|>",
+        extra_special_tokens=dict(named),
+    )
+    tokens = [t for t in dict.fromkeys(list(named.values()) + list(extra)) if t]
+    tok.add_special_tokens({"extra_special_tokens": tokens}, replace_extra_special_tokens=False)
+    return tok
+
+
+def token_for(name: str) -> str:
+    """A fresh special token for an attribute name: image_token -> <|image|>."""
+    base = re.sub(r"_(token|token_id|token_index|id|index)$", "", name)
+    return f"<|{base}|>"
+
+
+# ---- the library twins' tokenizers, saved as the real tokenizer classes ------------------------------------------
+
+def _lines() -> list[str]:
+    return CORPUS.splitlines()
+
+
+def _bpe(special: list[str], suffix: str | None = None, lowercase: bool = False) -> tuple[dict, list]:
+    """A byte-level BPE trained on the corpus: (vocab, merges)."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    suffixed = {"end_of_word_suffix": suffix} if suffix else {}
+    bpe = Tokenizer(models.BPE(**suffixed))
+    if lowercase:
+        bpe.normalizer = normalizers.Lowercase()
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False, **suffixed)
+    bpe.train_from_iterator(_lines(), trainer)
+    model = json.loads(bpe.to_str())["model"]
+    return model["vocab"], [tuple(pair) for pair in model["merges"]]
+
+
+def bert_tokenizer(max_length: int):
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from transformers import BertTokenizer
+
+    wordpiece = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    wordpiece.normalizer = normalizers.BertNormalizer(lowercase=True)
+    wordpiece.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(vocab_size=400, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+                                        show_progress=False)
+    wordpiece.train_from_iterator(_lines(), trainer)
+    return BertTokenizer(vocab=wordpiece.get_vocab(), do_lower_case=True, model_max_length=max_length)
+
+
+def qwen_tokenizer(max_length: int):
+    from transformers import Qwen2Tokenizer
+
+    vocab, merges = _bpe(["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+    # Qwen3-Embedding pads on the left, so the last position (its pooled token) is always a real token.
+    return Qwen2Tokenizer(vocab=vocab, merges=merges, padding_side="left", model_max_length=max_length)
+
+
+def clip_tokenizer():
+    from transformers import CLIPTokenizer
+
+    vocab, merges = _bpe(["<|startoftext|>", "<|endoftext|>"], suffix="</w>", lowercase=True)
+    return CLIPTokenizer(vocab=vocab, merges=merges, model_max_length=77)  # CLIP's fixed prompt length
+
+
+def t5_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import T5Tokenizer
+
+    unigram = Tokenizer(models.Unigram())
+    unigram.pre_tokenizer = pre_tokenizers.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=["<pad>", "</s>", "<unk>"], unk_token="<unk>",
+                                      show_progress=False)
+    unigram.train_from_iterator(_lines(), trainer)
+    vocab = [tuple(piece) for piece in json.loads(unigram.to_str())["model"]["vocab"]]
+    return T5Tokenizer(vocab=vocab, extra_ids=0, model_max_length=512)
