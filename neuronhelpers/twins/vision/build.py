@@ -17,7 +17,7 @@ A twin is built from transformers' own metadata, not from a per-family builder:
             processor or tokenizer names (a fresh special token when neither does) (tokens.py).
 5. probe    the processor's prompt is run through the model once; named repair rules fix what its errors point
             at, e.g. a "features and tokens do not match" error resizes the processor's image sequence length
-            (probe.py). (A failed probe still saves the twin; its eager check decides.)
+            (probe.py). A twin whose probe still fails is not saved: TwinError with the probe's error.
 
 The few per-family corrections are entries of the one override table (twins/overrides.py). Taught in notebook 06.
 """
@@ -125,7 +125,11 @@ def _build(model_type, folder):
     state = _assemble(model_type, ov)
     # probe: choose where the prompt puts the image (from the processor's own tokens), and fit the
     # processor's image sequence length to the model's feature count
-    model, processor, probe_error = probe(state)  # (a failed probe still saves the twin: its eager check decides)
+    model, processor, probe_error = probe(state)
+    if probe_error:  # the prompt never ran through the model: no twin is saved, the architecture is UNTESTED (twin)
+        failed = TwinError(probe_error)
+        failed.twin_step = "probe"  # the reason reads "probe failed: <the model's error>"
+        raise failed
     tok = processor.tokenizer
     with torch.no_grad():
         head = model.get_output_embeddings()
