@@ -1,11 +1,12 @@
 # make demo   set up .venv and run the main job: sweep the Selected list's twins into ./results
 # make test   set up .venv and run the whole test suite (notebooks and the browser test included)
+# make test-fast  the tests that compile nothing (about two minutes): the inner loop
 # make lab    open the notebooks in JupyterLab
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test gate lab bench clean sweep-architectures expected-architectures sweep-releases
+.PHONY: install demo test test-fast gate lab bench clean sweep-architectures expected-architectures sweep-releases
 
 $(STAMP): pyproject.toml constraints.txt scripts/setup_env.sh
 	bash scripts/setup_env.sh $(VENV)
@@ -19,6 +20,10 @@ demo: install
 test: install
 	bash scripts/install_browser.sh
 	$(PY) -m pytest
+
+# The inner loop: every test that compiles nothing, builds no twin and starts no service (tests/conftest.py SLOW_TESTS).
+test-fast: install
+	$(PY) -m pytest -m "not slow" -q
 
 # The expected-results gate (CI runs it): a fixed, representative slice of the architecture catalog (dense, MoE,
 # sliding-window, state-space, vision-language, and one without a twin) checked against the whole-library file.
