@@ -24,9 +24,11 @@ def test_rendered_run_py_carries_the_models_parameters(tmp_path):
 
 
 def test_rendered_run_py_imports_only_stdlib_torch_transformers_and_pillow():
+    """Self-contained: torch, transformers and pillow (the test image), and torch_neuronx, which a neuron rank imports
+    before its process group (the Neuron SDK ships it; on other devices that line never runs)."""
     text = recipe.render_run_py(recipe.recipe_params(VLM, get_backend("cpu")))
     modules = imported_modules(text)
-    assert modules - set(sys.stdlib_module_names) == {"torch", "transformers", "PIL"}  # pillow: the test image
+    assert modules - set(sys.stdlib_module_names) == {"torch", "transformers", "PIL", "torch_neuronx"}
 
 
 def rendered_namespace(params: dict) -> dict:
@@ -47,16 +49,18 @@ def test_neuron_backend_renders_neuron_device_compiler_and_bf16():
 
 
 def test_on_neuron_peak_memory_is_read_from_the_neuron_allocator_after_a_sync(monkeypatch):
-    """What run.py does on Trainium, checked against a stand-in for torch.neuron that records the calls."""
+    """What run.py does on Trainium, checked against a stand-in for torch.neuron that records the calls: rank r of a
+    sharded run uses neuron:r, so its peak is read for that device (torch.neuron mirrors torch.cuda's API)."""
     import torch
 
     calls = []
-    neuron = type("NeuronStandIn", (), {"synchronize": staticmethod(lambda: calls.append("synchronize")),
-                                        "max_memory_allocated": staticmethod(lambda: calls.append("max") or 123)})
+    neuron = type("NeuronStandIn", (), {
+        "synchronize": staticmethod(lambda device=None: calls.append(("synchronize", device))),
+        "max_memory_allocated": staticmethod(lambda device=None: calls.append(("max", device)) or 123)})
     monkeypatch.setattr(torch, "neuron", neuron, raising=False)
     run_py = rendered_namespace(recipe.recipe_params(TEXT, get_backend("neuron")))
-    assert run_py["peak_memory_bytes"]("neuron:0") == 123
-    assert calls == ["synchronize", "max"]  # synchronised before reading, so pending work is counted
+    assert run_py["peak_memory_bytes"]("neuron:1") == 123
+    assert calls == [("synchronize", "neuron:1"), ("max", "neuron:1")]  # synchronised first: pending work counts
 
 
 def test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_fullgraph_compile(monkeypatch):

@@ -53,11 +53,30 @@ def requirement_checks() -> list[tuple[str, str, str]]:
     return [requirement_check(r) for r in required]
 
 
-def _neuron_checks() -> list[tuple[str, str, str]]:
-    from neuronhelpers.core.backends import neuron_device_present
+# torch-neuronx 2.13.3 / 2.14.3 (Neuron SDK 2.33) ship for these Python releases only.
+NEURON_PYTHONS = ((3, 12), (3, 13), (3, 14))
 
-    present = neuron_device_present()
-    out = [(OK if present else INFO, "neuron device", "present" if present else "none (CPU/GPU backends only)")]
+
+def python_check(neuron_machine: bool, version=None) -> tuple[str, str, str]:
+    """Python itself: >= 3.10 anywhere; on a Neuron machine one that torch-neuronx ships for (3.12-3.14)."""
+    version = tuple(version or sys.version_info[:3])
+    shown = ".".join(map(str, version))
+    if version[:2] < (3, 10):
+        return FAIL, "python >= 3.10", shown
+    if version[:2] in NEURON_PYTHONS:
+        return OK, "python", f"{shown} (torch-neuronx ships for 3.12-3.14)"
+    if neuron_machine:
+        return FAIL, "python 3.12-3.14", f"{shown}: torch-neuronx ships for Python 3.12-3.14 only; use the Neuron DLAMI's " \
+                                         "environment or `conda env create -f environment-trn2.yml`"
+    return OK, "python", f"{shown} (on a trn2 torch-neuronx needs 3.12-3.14)"
+
+
+def _neuron_checks() -> list[tuple[str, str, str]]:
+    from neuronhelpers.core.topology import neuron_topology
+
+    topology = neuron_topology()  # from /dev and NEURON_LOGICAL_NC_CONFIG: doctor never starts the Neuron runtime
+    present = topology.chips > 0
+    out = [(OK if present else INFO, "neuron device", topology.describe() if present else "none (CPU/GPU backends only)")]
     for name in ("torch-neuronx", "neuronx-cc"):
         try:
             out.append((OK, name, metadata.version(name)))
@@ -68,7 +87,9 @@ def _neuron_checks() -> list[tuple[str, str, str]]:
 
 def checks() -> list[tuple[str, str, str]]:
     """(status, what, detail) for each requirement; status is OK, FAIL or INFO (optional, absent)."""
-    out = [(OK if sys.version_info >= (3, 10) else FAIL, "python >= 3.10", sys.version.split()[0])]
+    from neuronhelpers.core.topology import neuron_device_present
+
+    out = [python_check(neuron_device_present())]
     out += requirement_checks()
     out += _neuron_checks()
     from neuronhelpers.core.backends import detect_backend, get_backend

@@ -36,7 +36,8 @@ BACKENDS = {
         dtype="bfloat16",
         memory_source="torch.neuron.max_memory_allocated() after torch.neuron.synchronize()",
         cache_env="TORCH_NEURONX_NEFF_CACHE_DIR",
-        bytes_per_core=24 * GiB,  # trn2, LNC=2: 96 GiB HBM per chip over 4 logical cores
+        bytes_per_core=24 * GiB,  # trn2 at the default LNC=2 (96 GiB HBM per chip over 4 logical cores); the planner
+        # reads NEURON_LOGICAL_NC_CONFIG (core/topology.py)
     ),
     "cuda": Backend(
         name="cuda",
@@ -62,20 +63,11 @@ BACKENDS = {
 
 
 def neuron_device_present() -> bool:
-    """True when torch sees a neuron device (torch-neuronx registers it as PrivateUse1 on import or autoload)."""
-    import torch
+    """True when the Neuron driver exposes a device: read from /dev, never by asking torch-neuronx (a launching
+    process must not start the runtime, which reserves every core for itself; see core/topology.py)."""
+    from neuronhelpers.core.topology import neuron_device_present as present
 
-    module = getattr(torch, "neuron", None)
-    if module is None:
-        try:
-            import torch_neuronx  # noqa: F401 - registers the device where autoload is off
-        except ImportError:
-            return False
-        module = getattr(torch, "neuron", None)
-    try:
-        return module is not None and module.device_count() > 0
-    except Exception:  # a driver without devices raises rather than returning 0
-        return False
+    return present()
 
 
 def detect_backend() -> str:

@@ -38,7 +38,8 @@ VARIABLES = {v.name: v for v in (
     Variable(RESULTS_ENV, "results", "the results folder the explorer app (neuronhelpers app) opens"),
     Variable("NEURONHELPERS_CORE_GIB", "24", "memory of one core in GiB where the backend does not say (cpu, cuda)"),
     Variable("NEURONHELPERS_HOST_GIB", None, "host memory a CPU reference may use, in GiB (default: half of this machine's RAM)"),
-    Variable("NEURONHELPERS_NEURON_CORES", "16", "NeuronCores a local sweep shares out among its parallel jobs"),
+    Variable("NEURONHELPERS_NEURON_CORES", None, "NeuronCores a local sweep shares out among its parallel jobs (default: "
+             "the instance's logical cores, from /dev/neuron* and NEURON_LOGICAL_NC_CONFIG)"),
     Variable(FORK_SERVER_ENV, "1", "0 turns the pre-imported fork server off: every run starts a fresh Python"),
     Variable(JUDGE_MODEL_ENV, "HuggingFaceTB/SmolLM2-135M-Instruct", "the causal LM that judges the text of sharded runs"),
     Variable(HUB_UNREACHABLE_ENV, None, "set by the package when the Hub probe failed and offline mode was switched on; "
@@ -90,8 +91,9 @@ def host_gib() -> float | None:
     return float(raw) if raw else None
 
 
-def neuron_cores() -> int:
-    return int(value("NEURONHELPERS_NEURON_CORES"))
+def neuron_cores() -> int | None:
+    raw = value("NEURONHELPERS_NEURON_CORES")
+    return int(raw) if raw else None
 
 
 def fork_server_enabled() -> bool:

@@ -5,6 +5,7 @@ Taught in notebook 02.
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from neuronhelpers.verdict.judge import make_judge
 from neuronhelpers.models.resolve import ModelRef, resolve_model
 from neuronhelpers.core.network import offline_env
 from neuronhelpers.run.plan import Plan, host_reference_budget, plan_model
+from neuronhelpers.core.topology import neuron_topology
+from neuronhelpers.run.recipes.scaffold import parse_visible_cores
 from neuronhelpers.run.reference import cached_reference, reference_key, store_reference
 from neuronhelpers.run.process import ProcessOutcome, execute
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S, REFERENCE_TIMEOUT_S
@@ -120,6 +123,12 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
     if planned.plan.excluded:
         return results.new_row(**planned.identity(), result=EXCLUDED, error=planned.plan.excluded,
                                packages=versions.installed_packages())
+    shortfall = core_shortfall(planned, env)
+    if shortfall:  # not the model's failure: this machine (or slot) cannot give it the cores its plan needs
+        ref = planned.ref
+        return untested_row(ref.model_id, planned.backend, stage=vocab.UNTESTED_INFRASTRUCTURE, error=shortfall,
+                            cause="fewer NeuronCores here than the plan needs", task=ref.task,
+                            model_type=ref.model_type, twin_of=ref.twin_of, library=planned.library)
     folder = Path(workdir) if workdir else run_dir(planned.ref.model_id)
     run = _RunFolder.write(planned, folder, env)
     cached_before = cache_files(planned.backend)
@@ -143,6 +152,29 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
         return row
     row.update(verify_outputs(planned.params, device.payload, reference.payload))
     return row
+
+
+def neuron_cores_here(env: dict | None = None) -> tuple[int, str]:
+    """(how many NeuronCores a run started now may use, where that number comes from): the slot it was given
+    (NEURON_RT_VISIBLE_CORES, in the run's environment or this process's), else the instance's logical cores."""
+    visible = (env or {}).get("NEURON_RT_VISIBLE_CORES") or os.environ.get("NEURON_RT_VISIBLE_CORES")
+    cores = parse_visible_cores(visible)
+    if cores is not None:
+        return len(cores), f"its slot (NEURON_RT_VISIBLE_CORES={visible})"
+    topology = neuron_topology()
+    return topology.cores, f"this instance ({topology.describe()})"
+
+
+def core_shortfall(planned: PlannedRun, env: dict | None = None) -> str | None:
+    """Why a neuron run cannot start here, when its plan needs more cores than it may use; None when it fits (or
+    the backend is not neuron: CPU and CUDA ranks need no NeuronCores)."""
+    if planned.backend.name != "neuron" or not planned.plan.cores:
+        return None
+    have, where = neuron_cores_here(env)
+    if planned.plan.cores <= have:
+        return None
+    return (f"planned on {planned.plan.cores} NeuronCores, but {where} has {have}: run it where {planned.plan.cores} "
+            "cores are free (a larger instance, or fewer --jobs)")
 
 
 @dataclass

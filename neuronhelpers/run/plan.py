@@ -53,7 +53,12 @@ class Plan:
 
 
 def core_bytes(backend: Backend) -> int:
-    """Memory of one core: 24 GiB on trn2 (LNC=2); elsewhere NEURONHELPERS_CORE_GIB (default the same 24)."""
+    """Memory of one core: on trn2 96 GiB per chip over its logical cores (24 GiB at the default LNC=2, 12 at LNC=1);
+    elsewhere NEURONHELPERS_CORE_GIB (default the same 24)."""
+    if backend.name == "neuron":
+        from neuronhelpers.core.topology import Topology, logical_core_config
+
+        return Topology(1, logical_core_config()).bytes_per_core
     if backend.bytes_per_core is not None:
         return backend.bytes_per_core
     return int(settings.core_gib() * GiB)
@@ -301,8 +306,25 @@ def plan_model(model, backend: Backend, *, dtype: str | None = None, forced: int
                           forced=forced, source=source)
     config = transformers.AutoConfig.from_pretrained(model.path)
     parameters, source = parameters_of(model.path, config)
-    return plan_cores(config, parameters, dtype=dtype or backend.dtype, core_memory=core_bytes(backend),
+    plan = plan_cores(config, parameters, dtype=dtype or backend.dtype, core_memory=core_bytes(backend),
                       forced=forced, source=source)
+    note = chip_crossing_note(plan)
+    if note:
+        plan.reasons.append(note)
+    return plan
+
+
+def chip_crossing_note(plan: Plan) -> str | None:
+    """A sharded plan wider than one trn2 chip says so: the documented advice is "Keep TP4 within a chip", and TP
+    over 8 or 16 cores sends every layer's collectives between chips (slower, and a different code path)."""
+    from neuronhelpers.core.topology import Topology, logical_core_config
+
+    per_chip = Topology(1, logical_core_config()).cores_per_chip
+    if not plan.cores or plan.cores <= per_chip or plan.parallelism == vocab.NO_PARALLELISM:
+        return None
+    chips = -(-plan.cores // per_chip)
+    return (f"note: {plan.parallelism.upper()} over {plan.cores} cores spans {chips} chips ({per_chip} logical cores per "
+            f"trn2 chip at LNC={logical_core_config()}): collectives cross chips (\"Keep TP4 within a chip\")")
 
 
 def library_parameters_of(model) -> tuple[int, str]:

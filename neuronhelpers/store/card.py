@@ -20,12 +20,11 @@ def _table(mapping: dict) -> str:
 def _front_matter() -> str:
     return f"""---
 license: apache-2.0
-pretty_name: neuronhelpers results
+pretty_name: torch-neuronx model support
 tags:
-- aws-trainium
 - neuron
-- torch-compile
-- model-compatibility
+- trainium
+- transformers
 configs:
 - config_name: default
   data_files:
@@ -154,7 +153,7 @@ df[df.model_id == "Qwen/Qwen3-0.6B"][["neuronx_cc", "library", "library_version"
 """
 
 
-def render_card(title: str = "neuronhelpers results: Hugging Face models on AWS Trainium") -> str:
+def render_card(title: str = "Which Hub models run on AWS Trainium with torch-neuronx") -> str:
     """The dataset card (README.md), every explanation generated from the vocabulary and the schema."""
     return _front_matter() + _introduction(title) + _protocol() + _vocabulary() + _layout_and_columns()
 

@@ -18,6 +18,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from neuronhelpers.core.topology import neuron_topology
 from neuronhelpers.core import settings
 from neuronhelpers.store import dataset
 from neuronhelpers.store import schema as results
@@ -59,17 +60,18 @@ def read_model_file(path: str) -> list[str]:
 
 
 def neuron_slots(jobs: int, total_cores: int | None = None) -> list[str | None]:
-    """Disjoint NeuronCore ranges (NEURON_RT_VISIBLE_CORES values), one per parallel job.
-
-    Each job sees its range as devices 0..n-1; a model planned for more cores than its range holds
-    fails at load with the runtime's error, so size --jobs to the largest model (16 cores / jobs).
+    """Disjoint NeuronCore ranges (NEURON_RT_VISIBLE_CORES values), one per parallel job, over the instance's
+    logical cores (NEURONHELPERS_NEURON_CORES, else /dev/neuron* and NEURON_LOGICAL_NC_CONFIG: 64 on a trn2.48xlarge,
+    4 on a trn2.3xlarge). Inside a slot run.py gives each rank one of its cores (``rank_environment``); a model planned
+    on more cores than its slot holds is recorded UNTESTED (infrastructure), so size --jobs to the largest model.
     """
     if jobs <= 1:
         return [None]
-    total = total_cores or settings.neuron_cores()
+    total = total_cores or settings.neuron_cores() or neuron_topology().cores
     size = total // jobs
     if size < 1:
-        raise UserError(f"--jobs {jobs} is more than the {total} NeuronCores here: use at most {total}")
+        raise UserError(f"--jobs {jobs} is more than the {total} NeuronCores here ({neuron_topology().describe()}): "
+                        f"use at most {max(total, 1)}, or set NEURONHELPERS_NEURON_CORES")
     return [f"{i * size}-{(i + 1) * size - 1}" if size > 1 else str(i) for i in range(jobs)]
 
 

@@ -19,7 +19,7 @@ edit those, never a rendered copy.
 
 import time  # render: drop
 
-from .scaffold import RecompileLog, compile_cache_counters, dynamo_traced, failed, peak_memory_bytes  # render: drop
+from .scaffold import RecompileLog, compile_cache_counters, compile_options, dynamo_traced, failed, peak_memory_bytes  # render: drop
 
 
 # ---- the device run: the recipe ----------------------------------------------------------------------------
@@ -83,10 +83,11 @@ def compile_pipeline(pipe, backend, clock):
     import torch
 
     name = denoiser_name(pipe)
-    denoiser = torch.compile(getattr(pipe, name), backend=backend, fullgraph=True, dynamic=False)
+    denoiser = torch.compile(getattr(pipe, name), backend=backend, fullgraph=True, dynamic=False,
+                             options=compile_options(backend))
     denoiser.register_forward_pre_hook(clock.denoiser_called)  # runs outside the compiled graph
     setattr(pipe, name, denoiser)
-    decode = torch.compile(pipe.vae.decode, backend=backend, fullgraph=True, dynamic=False)
+    decode = torch.compile(pipe.vae.decode, backend=backend, fullgraph=True, dynamic=False, options=compile_options(backend))
 
     def timed_decode(*args, **kwargs):
         clock.decode_called()

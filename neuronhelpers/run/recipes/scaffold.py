@@ -26,6 +26,8 @@ def main(argv):
     """`python3 run.py` runs on the device (launching one process per core when sharded);
     `python3 run.py --reference` runs the CPU eager reference. Prints one JSON line."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if PARAMS["device"] == "neuron" and "--reference" not in argv:
+        pin_neuron_contract()
     if "--reference" in argv:
         result = reference_run(PARAMS)
     elif PARAMS["cores"] > 1:
@@ -84,11 +86,13 @@ def sharded_run(params):
 
 
 def rank_main(rank, world, port, params, results):
-    """One rank of a sharded run: join the process group, run, report to the launcher."""
+    """One rank of a sharded run: take its own environment, join the process group, run, report to the launcher."""
     die_with_parent()
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
-                      WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world))
     try:
+        os.environ.update(rank_environment(rank, world, port, params["device"], os.environ))
+        if params["device"] == "neuron":
+            import torch_neuronx  # noqa: F401 - registers the Neuron device and distributed backend first
+
         import torch.distributed as dist
 
         dist.init_process_group(backend=params["dist_backend"], rank=rank, world_size=world)
@@ -97,6 +101,56 @@ def rank_main(rank, world, port, params, results):
         result = failed(exc, "load", {})
     results.put((rank, result))
     # Exit without tearing the process group down: the launcher collects results and ends the ranks.
+
+
+def parse_visible_cores(value):
+    """NEURON_RT_VISIBLE_CORES as a list of core ids, in both forms it is given: a range ("4-7", as a sweep's slot)
+    or a list ("0,1,2,3", as Ray sets it), or a mix ("0-1,6"); None when unset or empty."""
+    if value is None or not str(value).strip():
+        return None
+    cores = []
+    for part in str(value).replace(" ", "").split(","):
+        first, _, last = part.partition("-")
+        cores.extend(range(int(first), int(last or first) + 1))
+    return cores
+
+
+def rank_environment(rank, world, port, device, inherited):
+    """The environment of one rank of a sharded run, decided here for run.py, a sweep's slot and a Ray task alike.
+
+    Each rank gets exactly one core: the rank-th of the cores this run was given (NEURON_RT_VISIBLE_CORES, in
+    either form), else core ``rank``. torch-neuronx's process group sets NEURON_RT_VISIBLE_CORES to the local rank
+    only "if user hasn't set it", and asserts "Attempted to have more than one device per process in distributed
+    setup": an inherited range would reach every rank whole. Its device index is then the local rank (the process
+    group calls ``_set_local_device_start_index(local_rank)``), so ``LOCAL_RANK`` is the rank and run.py uses
+    ``neuron:<rank>``. Other devices keep their own visibility rules: only the process-group variables are set.
+    """
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank), "LOCAL_RANK": str(rank),
+           "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world)}
+    if device == "neuron":
+        given = parse_visible_cores(inherited.get("NEURON_RT_VISIBLE_CORES"))
+        if given is not None and len(given) < world:
+            raise RuntimeError(f"{world} ranks need {world} NeuronCores; NEURON_RT_VISIBLE_CORES gives "
+                               f"{len(given)} ({inherited.get('NEURON_RT_VISIBLE_CORES')})")
+        env["NEURON_RT_VISIBLE_CORES"] = str(given[rank] if given is not None else rank)
+    return env
+
+
+def pin_neuron_contract():
+    """On Trainium: no silent eager fallback, and the Neuron device registered before anything uses it.
+
+    "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION (default 1): Set to 0 to fall back to eager execution on a compile
+    failure": a compile that fell back to eager would read as a PASS, so run.py pins it to 1 whatever it inherited
+    (the compile call also passes ``fallback_execution=False``). The compile-cache counters need
+    TORCH_NEURONX_METRICS_ENABLED=1. Set before torch is imported; ``import torch_neuronx`` registers the device."""
+    os.environ["TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"] = "1"
+    os.environ.setdefault("TORCH_NEURONX_METRICS_ENABLED", "1")
+
+
+def compile_options(compile_backend):
+    """torch.compile's options for the backend: on neuron, never fall back to eager when a graph fails to compile
+    (the option overrides the environment variable, so both are pinned); nothing for inductor."""
+    return {"fallback_execution": False} if compile_backend == "neuron" else None
 
 
 def free_port():
@@ -145,7 +199,9 @@ def failure_stage(exc, stage):
     if stage in ("load", "reference"):
         return stage
     module = type(exc).__module__ or ""
-    if module.startswith(("torch._dynamo", "torch._inductor", "torch_neuronx")) or "compil" in type(exc).__name__.lower():
+    if module.startswith("torch_neuronx"):
+        return stage  # the Neuron runtime and compiler raise alike: the stage it happened in says which it was
+    if module.startswith(("torch._dynamo", "torch._inductor")) or "compil" in type(exc).__name__.lower():
         return "compile"
     return stage
 
@@ -154,12 +210,12 @@ def peak_memory_bytes(device):
     """Peak device memory of this process: the accelerator's allocator, or peak resident memory on CPU."""
     import torch
 
-    if device.startswith("neuron"):
-        torch.neuron.synchronize()
-        return int(torch.neuron.max_memory_allocated())
+    if device.startswith("neuron"):  # this rank's own device (neuron:<local rank>), not device 0
+        torch.neuron.synchronize(device)
+        return int(torch.neuron.max_memory_allocated(device))
     if device.startswith("cuda"):
-        torch.cuda.synchronize()
-        return int(torch.cuda.max_memory_allocated())
+        torch.cuda.synchronize(device)
+        return int(torch.cuda.max_memory_allocated(device))
     import resource
 
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB

@@ -16,7 +16,7 @@ edit those, never a rendered copy.
 
 import time  # render: drop
 
-from .scaffold import RecompileLog, compile_cache_counters, dynamo_traced, failed, peak_memory_bytes  # render: drop
+from .scaffold import RecompileLog, compile_cache_counters, compile_options, dynamo_traced, failed, peak_memory_bytes  # render: drop
 
 
 # ---- the device run: the recipe ----------------------------------------------------------------------------
@@ -35,7 +35,8 @@ def device_run(params, rank=None):
 
         stage = "compile"  # the first encode traces and compiles the transformer's forward
         module = transformer_module(model)
-        module.model = torch.compile(module.model, backend=params["compile_backend"], fullgraph=True, dynamic=False)
+        module.model = torch.compile(module.model, backend=params["compile_backend"], fullgraph=True, dynamic=False,
+                                     options=compile_options(params["compile_backend"]))
         t0 = time.perf_counter()
         with recompiles:
             first = encode(model, params)

@@ -20,7 +20,7 @@ edit those, never a rendered copy.
 
 import time  # render: drop
 
-from .scaffold import RecompileLog, compile_cache_counters, dynamo_traced, failed, peak_memory_bytes  # render: drop
+from .scaffold import RecompileLog, compile_cache_counters, compile_options, dynamo_traced, failed, peak_memory_bytes  # render: drop
 
 
 # ---- the device run: the recipe ----------------------------------------------------------------------------
@@ -87,7 +87,8 @@ def compiled_generation_kwargs(params, device, tokenizer, n):
     import transformers
 
     compile_config = transformers.CompileConfig(
-        backend=params["compile_backend"], fullgraph=True, dynamic=False, mode="default"
+        backend=params["compile_backend"], fullgraph=True, dynamic=False, mode="default",
+        options=compile_options(params["compile_backend"]),
     )
     if not device.startswith(("neuron", "cuda")):
         # generate() compiles automatically only on accelerators; ask for it on CPU too.
