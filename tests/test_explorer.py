@@ -214,6 +214,25 @@ def test_detail_of_an_untested_model_says_so_with_the_hint_and_how_to_test_it():
     assert "Not tested yet" in text and "Hint, not its result" in text and "neuronhelpers run someone/model" in text
 
 
+def test_the_public_bucket_is_offered_only_for_neuron_rows():
+    """"The explorer's detail pane offers the public bucket's command only for neuron rows (today it offers
+    .../torch-neuronx-neff-cache/inductor-2.13.0 for an inductor row)"; its strings stay escaped."""
+    df = pd.DataFrame([row("tiny/qwen3", backend="neuron", compiler="neuronx-cc", compiler_version="2.28.7631.0"),
+                       row("tiny/llama", backend="cuda", compiler="inductor", compiler_version="2.13.0"),
+                       row("tiny/gpt2", backend="neuron", compiler="neuronx-cc", compiler_version=XSS_SCRIPT)])
+    neuron = explorer.model_detail(df, "tiny/qwen3")
+    assert neuron["sync_command"] == ("hf buckets sync hf://buckets/aws-neuron/torch-neuronx-neff-cache/"
+                                      "neuronxcc-2.28.7631.0 ${TORCH_NEURONX_NEFF_CACHE_DIR:-/tmp/neff_cache}")
+    assert neuron["sync_command"] in render_detail_html(neuron)
+    inductor = explorer.model_detail(df, "tiny/llama")
+    assert inductor["sync_command"] is None
+    assert inductor["local_cache_command"] == ("export TORCHINDUCTOR_CACHE_DIR=${NEURONHELPERS_HOME:-~/.cache/"
+                                               "neuronhelpers}/compile-cache/cuda/inductor-2.13.0")
+    pane = render_detail_html(inductor)
+    assert "hf://buckets/" not in pane and "The public bucket holds Neuron (neuronx-cc) caches only" in pane
+    assert "<script>" not in render_detail_html(explorer.model_detail(df, "tiny/gpt2"))
+
+
 # ------------------------------------------------------------------------------------------------
 # A results file written by another tool
 # ------------------------------------------------------------------------------------------------
@@ -276,7 +295,8 @@ def test_widget_is_driven_like_a_person_would(df):
     ui.model.value = "tiny/llava"
     detail = ui.detail_html.value
     assert "tiny/llava" in detail and "run.py" in detail and "torch==2.13.0" in detail
-    assert "hf buckets sync hf://buckets/" in detail and "inductor-2.13.0" in detail
+    assert "hf://buckets/" not in detail and "Neuron (neuronx-cc) caches only" in detail  # an inductor row
+    assert "compile-cache/cpu/inductor-2.13.0" in detail  # its local cache, one folder per torch version
     assert "All 2 installed packages" in detail and "pyarrow==26.0.1" in detail
     # Trending and Downloads show one task at a time; Selected may show all.
     ui.view.value = "Trending"

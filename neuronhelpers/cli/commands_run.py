@@ -179,15 +179,22 @@ def cmd_twins(args) -> int:
 
 def cmd_cache(args) -> int:
     from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.core.errors import UserError
     from neuronhelpers.core.settings import DEFAULT_CACHE_BUCKET
     from neuronhelpers.core.versions import compiler_for
-    from neuronhelpers.run.compile_cache import cache_dir, current_key, publish_cache, sync_cache, sync_command
+    from neuronhelpers.run.compile_cache import (NEURON_ONLY, cache_dir, current_key, publish_cache, sync_cache,
+                                                 sync_command, wanted_key)
 
     backend = get_backend(args.backend)
+    if args.action == "sync" and not args.location and backend.name != "neuron":
+        raise UserError(f"{NEURON_ONLY}, and this backend ({backend.name}) compiles with inductor: give a folder "
+                        "another machine published (`neuronhelpers cache sync FOLDER`)")
     args.location = args.location or f"hf://buckets/{DEFAULT_CACHE_BUCKET}"
+    version = args.compiler_version
     if args.action == "sync":
-        folder, files = sync_cache(args.location, backend)
-        print(f"synced {current_key(backend)} from {args.location} into {folder} ({files} files)")
+        folder, copied, same = sync_cache(args.location, backend, version)
+        print(f"synced {wanted_key(backend, version)} from {args.location} into {folder}: "
+              f"{copied} files synced, {same} already up to date")
     elif args.action == "publish":
         target, files = publish_cache(args.location, backend)
         print(f"published {files} files to {target}")
@@ -195,5 +202,6 @@ def cmd_cache(args) -> int:
         folder = cache_dir(backend)
         files = sum(1 for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
         print(f"{folder} ({files} files, {current_key(backend)})")
-        print("prebuilt cache for this compiler version:", sync_command(*compiler_for(backend)))
+        command = sync_command(*compiler_for(backend))
+        print("prebuilt cache for this compiler version:", command or f"none ({NEURON_ONLY})")
     return 0

@@ -138,6 +138,8 @@ def _environment_commands(command, backend) -> None:
                 backend)
     p.add_argument("action", choices=["show", "sync", "publish"], help="show the local cache, sync into it, or publish it")
     p.add_argument("location", nargs="?", default=None, help="SOURCE for sync, DEST for publish (default: the public bucket)")
+    p.add_argument("--compiler-version", default=None, metavar="V",
+                   help="sync: take SOURCE's neuronxcc-V (or inductor-V) folder, not the installed compiler's")
     p.set_defaults(func=run.cmd_cache)
 
     p = command("rankings", "the Hub rankings the explorer uses (--refresh fetches a dated snapshot)")

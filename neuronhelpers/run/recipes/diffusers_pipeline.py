@@ -67,7 +67,7 @@ def device_run(params, rank=None):
             "figures": {"step_s": timings["step_s"], "items_per_s": 1.0 / timings["step_s"],
                         "image_s": timings["image_s"]},
             "peak_memory_bytes": peak_memory_bytes(str(device)),
-            "compile_cache": compile_cache_counters() if params["compile_backend"] == "inductor" else None,
+            "compile_cache": compile_cache_counters(params["compile_backend"]),
             "retraced": dynamo_traced(),
             "recompile_reasons": recompiles.reasons[-3:],
             "torch": torch.__version__,

@@ -221,14 +221,27 @@ def peak_memory_bytes(device):
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB
 
 
-def compile_cache_counters():
-    """Inductor's FX-graph cache hits and misses in this process (None where the compiler keeps no such count)."""
+def compile_cache_counters(compile_backend):
+    """This process's compile-cache hits and misses, from the compiler's own counters: inductor's FX-graph cache, or
+    torch-neuronx's persistent NEFF cache (CompilationCache.PersistentHits / PersistentMisses, counted when
+    TORCH_NEURONX_METRICS_ENABLED=1, which run.py sets on neuron). None where no counter can be read: the harness
+    then compares the cache folder before and after."""
     try:
+        if compile_backend == "neuron":
+            from torch_neuronx import metrics
+
+            hits = metrics.get_counter_value("CompilationCache.PersistentHits")
+            misses = metrics.get_counter_value("CompilationCache.PersistentMisses")
+            if hits is None and misses is None:
+                return None
+            return {"hits": int(hits or 0), "misses": int(misses or 0)}
+        if compile_backend != "inductor":
+            return None
         from torch._dynamo.utils import counters
 
         inductor = counters["inductor"]
         return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
-    except Exception:  # not inductor, or another torch release
+    except Exception:  # another compiler, or a release without these counters: the folder comparison decides
         return None
 
 

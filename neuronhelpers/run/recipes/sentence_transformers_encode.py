@@ -59,7 +59,7 @@ def device_run(params, rank=None):
             "timings": timings,
             "figures": {"items_per_s": sentences / timings["encode_s"]},  # sentences per second, warm
             "peak_memory_bytes": peak_memory_bytes(str(device)),
-            "compile_cache": compile_cache_counters() if params["compile_backend"] == "inductor" else None,
+            "compile_cache": compile_cache_counters(params["compile_backend"]),
             "retraced": dynamo_traced(),
             "recompile_reasons": recompiles.reasons[-3:],
             "torch": torch.__version__,

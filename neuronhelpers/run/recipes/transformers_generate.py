@@ -71,7 +71,7 @@ def device_run(params, rank=None):
             "prompt_tokens": prompt_len,
             "timings": timings,
             "peak_memory_bytes": peak_memory_bytes(str(device)),
-            "compile_cache": compile_cache_counters() if params["compile_backend"] == "inductor" else None,
+            "compile_cache": compile_cache_counters(params["compile_backend"]),
             "retraced": dynamo_traced(),
             "recompile_reasons": recompiles.reasons[-3:],
             "torch": torch.__version__,

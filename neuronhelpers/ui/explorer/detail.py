@@ -14,7 +14,7 @@ import pandas as pd
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.vocab import EXCLUDED, PASS
-from neuronhelpers.run.compile_cache import sync_command
+from neuronhelpers.run.compile_cache import NEURON_ONLY, local_cache_command, sync_command
 from neuronhelpers.ui.explorer.frames import NO_ROW, normalise_results, result_kind, result_label, rows_for_versions
 from neuronhelpers.ui.explorer.markup import (STYLE, as_text, copy_button, download_link, is_missing, kv_table_html,
                                               pre_html, render_table_html, result_class)
@@ -78,6 +78,16 @@ def _sdk_facts(get) -> dict:
             get("library") or "library": get("library_version"), "dtype": get("dtype")}
 
 
+def _cache_commands(get) -> dict:
+    """The public bucket's sync command for a neuron row; for any other compiler (inductor), no bucket path: the
+    command that keeps its local cache warm instead."""
+    compiler, version = get("compiler") or "neuronx-cc", get("compiler_version")
+    command = sync_command(compiler, version)
+    backend = get("backend") if get("backend") in ("cpu", "cuda") else "cpu"
+    return {"sync_command": command, "local_cache_command": None if command else
+            local_cache_command(compiler, version, backend)}
+
+
 def model_detail(df: pd.DataFrame, model_id: str, *, compiler_version: str | None = None,
                  library_version: str | None = None) -> dict | None:
     """Everything the detail pane shows for one model (None when the dataset has no row for it)."""
@@ -106,7 +116,7 @@ def model_detail(df: pd.DataFrame, model_id: str, *, compiler_version: str | Non
         "requirements": as_text(get("requirements")),
         "run_py": as_text(get("run_py")),
         "packages": as_text(get("packages")),
-        "sync_command": sync_command(get("compiler") or "neuronx-cc", get("compiler_version")),
+        **_cache_commands(get),
         "cause": as_text(get("cause")) if failed else "",
         "error": as_text(get("error")) if failed else "",
         "traceback": as_text(get("traceback")) if failed else "",
@@ -181,8 +191,15 @@ def _files_html(detail: dict) -> list[str]:
 
 def _more_html(detail: dict) -> list[str]:
     """The compile-cache sync command, then the installed packages and the whole error output, folded."""
-    parts = [f'<h4>Compile cache for this compiler version</h4><div class="nh-block nh-bar">'
-             f'<code class="nh-cmd nh-copytext">{html.escape(detail["sync_command"])}</code>{copy_button()}</div>']
+    command = detail["sync_command"] or detail.get("local_cache_command")
+    parts = ["<h4>Compile cache for this compiler version</h4>"]
+    if not detail["sync_command"]:
+        said = NEURON_ONLY[0].upper() + NEURON_ONLY[1:]
+        parts.append(f"<p>{html.escape(said)}. To keep a local cache warm, point runs at one folder per compiler "
+                     "version:</p>")
+    if command:
+        parts.append(f'<div class="nh-block nh-bar"><code class="nh-cmd nh-copytext">{html.escape(command)}</code>'
+                     f"{copy_button()}</div>")
     if detail["packages"]:
         count = len(detail["packages"].splitlines())
         parts.append(f"<details><summary>All {count} installed packages</summary>{pre_html(detail['packages'])}</details>")
