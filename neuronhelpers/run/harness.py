@@ -21,7 +21,7 @@ from neuronhelpers.run.compile_cache import cache_env, cache_files
 from neuronhelpers.core.settings import home
 from neuronhelpers.verdict.classify import classify_failure
 from neuronhelpers.verdict.judge import make_judge
-from neuronhelpers.models.resolve import ModelRef, resolve_model
+from neuronhelpers.models.resolve import TWIN_WEIGHTS, ModelRef, resolve_model
 from neuronhelpers.core.network import offline_env
 from neuronhelpers.run.plan import Plan, host_reference_budget, plan_model
 from neuronhelpers.core.topology import neuron_topology
@@ -60,6 +60,7 @@ class PlannedRun:
         """The row columns that say what was tested with what (the resume key is taken from these)."""
         return dict(
             model_id=self.ref.model_id, task=self.ref.task, model_type=self.ref.model_type, twin_of=self.ref.twin_of,
+            weights=self.ref.weights, revision=self.ref.revision,
             **versions.version_columns(self.backend, self.library),
             neuron_cores=None if self.plan.excluded else self.plan.cores,
             parallelism=None if self.plan.excluded else self.plan.parallelism,
@@ -82,10 +83,12 @@ def plan_run(model: str | ModelRef, *, backend: str | Backend | None = None, dty
 
 
 def untested_row(model_id: str, backend: Backend, *, stage: str, error: str, cause: str, task: str | None = None,
-                 model_type: str | None = None, twin_of: str | None = None, library: str = vocab.TRANSFORMERS) -> dict:
+                 model_type: str | None = None, twin_of: str | None = None, library: str = vocab.TRANSFORMERS,
+                 weights: str | None = None) -> dict:
     """A row that says no verdict could be reached here, and why (never a FAIL)."""
     return results.new_row(
-        model_id=model_id, task=task, model_type=model_type, twin_of=twin_of, **versions.version_columns(backend, library),
+        model_id=model_id, task=task, model_type=model_type, twin_of=twin_of, weights=weights,
+        **versions.version_columns(backend, library),
         result=UNTESTED, stage=stage, error=error, cause=cause, packages=versions.installed_packages())
 
 
@@ -100,7 +103,7 @@ def prepare_run(model: str | ModelRef, *, backend: str | Backend | None = None, 
         return plan_run(model, backend=be, dtype=dtype, trust_remote_code=trust_remote_code, cores=cores)
     except twins.TwinUnavailable as exc:
         return untested_row(exc.spec.model_id, be, stage=exc.stage, error=str(exc), cause=exc.cause, task=exc.spec.task,
-                            model_type=exc.spec.model_type, twin_of=exc.spec.model_type,
+                            model_type=exc.spec.model_type, twin_of=exc.spec.model_type, weights=TWIN_WEIGHTS,
                             library=vocab.LIBRARY_FOR_TASK.get(exc.spec.task, vocab.TRANSFORMERS))
 
 
@@ -128,7 +131,7 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
         ref = planned.ref
         return untested_row(ref.model_id, planned.backend, stage=vocab.UNTESTED_INFRASTRUCTURE, error=shortfall,
                             cause="fewer NeuronCores here than the plan needs", task=ref.task,
-                            model_type=ref.model_type, twin_of=ref.twin_of, library=planned.library)
+                            model_type=ref.model_type, twin_of=ref.twin_of, library=planned.library, weights=ref.weights)
     folder = Path(workdir) if workdir else run_dir(planned.ref.model_id)
     run = _RunFolder.write(planned, folder, env)
     cached_before = cache_files(planned.backend)

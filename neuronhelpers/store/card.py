@@ -123,6 +123,12 @@ ran, for a reason that is not the model's. Its `stage` column says which:
 | --- | --- |
 {table(vocab.PARALLELISMS)}
 
+## Weights (where a row's weights came from: the kind before the colon of `weights`)
+
+| weights | meaning |
+| --- | --- |
+{table(vocab.WEIGHTS_KINDS)}
+
 ## Libraries
 
 | library | what its recipe does |

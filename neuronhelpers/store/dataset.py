@@ -77,8 +77,9 @@ def append_rows(folder, rows: list[dict]) -> list[str]:
         if path.exists():
             old = conform(pq.read_table(path))
             keys = [results.resume_key(r) for r in new]
-            old_keys = zip(*(old.column(k).to_pylist() for k in results.RESUME_KEY))
-            mask = [not any(results.replaces(key, tuple(v)) for key in keys) for v in old_keys]
+            old_keys = [results.resume_key(dict(zip(results.RESUME_KEY, v)))
+                        for v in zip(*(old.column(k).to_pylist() for k in results.RESUME_KEY))]
+            mask = [not any(results.replaces(key, v) for key in keys) for v in old_keys]
             fresh = pa.concat_tables([old.filter(pa.array(mask, type=pa.bool_())), fresh])
         write_table_atomic(fresh, path)
     return sorted(by_file)

