@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neuronhelpers.core.errors import UserError
+# Presence is read from /dev, never by asking torch-neuronx: a launching process must not start the runtime.
+from neuronhelpers.core.topology import neuron_device_present  # noqa: F401 - part of this module's interface
 
 
 @dataclass(frozen=True)
@@ -22,7 +24,6 @@ class Backend:
     dtype: str  # default dtype of the device run (the reference uses the same)
     memory_source: str  # how peak device memory is measured (documented in the card)
     cache_env: str  # environment variable that locates the compiled-graph cache
-    bytes_per_core: int | None  # memory of one core/device for the planner (None: configurable budget)
 
 
 GiB = 1024**3
@@ -36,8 +37,6 @@ BACKENDS = {
         dtype="bfloat16",
         memory_source="torch.neuron.max_memory_allocated() after torch.neuron.synchronize()",
         cache_env="TORCH_NEURONX_NEFF_CACHE_DIR",
-        bytes_per_core=24 * GiB,  # trn2 at the default LNC=2 (96 GiB HBM per chip over 4 logical cores); the planner
-        # reads NEURON_LOGICAL_NC_CONFIG (core/topology.py)
     ),
     "cuda": Backend(
         name="cuda",
@@ -47,7 +46,6 @@ BACKENDS = {
         dtype="bfloat16",
         memory_source="torch.cuda.max_memory_allocated()",
         cache_env="TORCHINDUCTOR_CACHE_DIR",
-        bytes_per_core=None,
     ),
     "cpu": Backend(
         name="cpu",
@@ -57,17 +55,10 @@ BACKENDS = {
         dtype="float32",
         memory_source="peak resident memory of the run's process (getrusage ru_maxrss)",
         cache_env="TORCHINDUCTOR_CACHE_DIR",
-        bytes_per_core=None,
     ),
 }
 
 
-def neuron_device_present() -> bool:
-    """True when the Neuron driver exposes a device: read from /dev, never by asking torch-neuronx (a launching
-    process must not start the runtime, which reserves every core for itself; see core/topology.py)."""
-    from neuronhelpers.core.topology import neuron_device_present as present
-
-    return present()
 
 
 def detect_backend() -> str:

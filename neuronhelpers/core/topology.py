@@ -57,6 +57,11 @@ def logical_core_config(environ=None) -> int:
     return DEFAULT_LNC
 
 
+def one_chip(environ=None) -> Topology:
+    """One trn2 chip at this process's LNC: the planner's memory per core and cores per chip."""
+    return Topology(1, logical_core_config(environ))
+
+
 def neuron_chips(dev_dir: str | Path = "/dev") -> int:
     """How many Neuron chips the driver exposes (``/dev/neuron0`` ... one device file per chip)."""
     try:

@@ -18,7 +18,7 @@ from neuronhelpers.core import vocab
 from neuronhelpers.twins import build as twins
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.network import hub_reachable
-from neuronhelpers.models.shelf import shelf_folder
+from neuronhelpers.models.shelf import shelved
 from neuronhelpers.core.vocab import FEATURE_EXTRACTION, IMAGE_TEXT_TO_TEXT, TASKS, TEXT_GENERATION, TEXT_TO_IMAGE
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
@@ -89,10 +89,10 @@ def resolve_model(model: str, *, task: str | None = None, trust_remote_code: boo
         ref = _checked(model, folder, task, trust_remote_code, model_id=str(folder), path=str(folder))
         return replace(ref, weights=vocab.WEIGHTS_FOLDER, revision=files_digest(folder))
     if _HUB_ID.match(model):
-        shelved = None if hub_reachable() else shelf_folder(model)
-        if shelved is not None:  # offline, and the shelf has it: its folder runs under the Hub id
-            ref = _checked(model, shelved, task, trust_remote_code, model_id=model, path=str(shelved))
-            record = json.loads((shelved / "PROVENANCE.json").read_text())
+        copy = None if hub_reachable() else shelved(model)
+        if copy is not None:  # offline, and the shelf has it: its folder runs under the Hub id
+            folder, record = copy
+            ref = _checked(model, folder, task, trust_remote_code, model_id=model, path=str(folder))
             return replace(ref, weights=record["weights"], revision=record["revision"])
         folder = _hub_snapshot(model)
         ref = _checked(model, folder, task, trust_remote_code, model_id=model, path=model)

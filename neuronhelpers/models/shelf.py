@@ -83,10 +83,17 @@ def provenance(entry: ShelfEntry) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def shelf_folder(hub_id: str) -> Path | None:
-    """The ready shelf folder of a Hub id, or None (not a shelf model, or not installed)."""
+def shelved(hub_id: str) -> tuple[Path, dict] | None:
+    """The ready shelf folder of a Hub id and its provenance, or None (not a shelf model, or not installed)."""
     entry = BY_ID.get(hub_id)
-    return folder_of(entry) if entry is not None and provenance(entry) is not None else None
+    record = provenance(entry) if entry is not None else None
+    return (folder_of(entry), record) if record is not None else None
+
+
+def shelf_folder(hub_id: str) -> Path | None:
+    """The ready shelf folder of a Hub id, or None."""
+    found = shelved(hub_id)
+    return found[0] if found else None
 
 
 def entry_of(hub_id: str) -> ShelfEntry:

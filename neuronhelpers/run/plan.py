@@ -56,11 +56,9 @@ def core_bytes(backend: Backend) -> int:
     """Memory of one core: on trn2 96 GiB per chip over its logical cores (24 GiB at the default LNC=2, 12 at LNC=1);
     elsewhere NEURONHELPERS_CORE_GIB (default the same 24)."""
     if backend.name == "neuron":
-        from neuronhelpers.core.topology import Topology, logical_core_config
+        from neuronhelpers.core.topology import one_chip
 
-        return Topology(1, logical_core_config()).bytes_per_core
-    if backend.bytes_per_core is not None:
-        return backend.bytes_per_core
+        return one_chip().bytes_per_core
     return int(settings.core_gib() * GiB)
 
 
@@ -317,14 +315,15 @@ def plan_model(model, backend: Backend, *, dtype: str | None = None, forced: int
 def chip_crossing_note(plan: Plan) -> str | None:
     """A sharded plan wider than one trn2 chip says so: the documented advice is "Keep TP4 within a chip", and TP
     over 8 or 16 cores sends every layer's collectives between chips (slower, and a different code path)."""
-    from neuronhelpers.core.topology import Topology, logical_core_config
+    from neuronhelpers.core.topology import one_chip
 
-    per_chip = Topology(1, logical_core_config()).cores_per_chip
+    chip = one_chip()
+    per_chip = chip.cores_per_chip
     if not plan.cores or plan.cores <= per_chip or plan.parallelism == vocab.NO_PARALLELISM:
         return None
     chips = -(-plan.cores // per_chip)
     return (f"note: {plan.parallelism.upper()} over {plan.cores} cores spans {chips} chips ({per_chip} logical cores per "
-            f"trn2 chip at LNC={logical_core_config()}): collectives cross chips (\"Keep TP4 within a chip\")")
+            f"trn2 chip at LNC={chip.lnc}): collectives cross chips (\"Keep TP4 within a chip\")")
 
 
 def library_parameters_of(model) -> tuple[int, str]:

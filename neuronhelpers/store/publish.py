@@ -85,16 +85,14 @@ def local_files(folder: str | Path) -> dict[str, bytes]:
     files = sorted(p for p in data.glob("*.parquet") if not p.name.startswith(".")) if data.is_dir() else []
     if not files:
         raise UserError(f"nothing to publish in '{folder}': no {dataset.DATA_DIR}/*.parquet (run a sweep into it first)")
+    out, left_out = {}, 0
     for path in files:  # refuse to publish a file load_results would skip, or rows naming this machine's folders
         try:
             table = dataset.load_results_file(path)
         except Exception as exc:  # noqa: BLE001
             raise UserError(f"'{path}' is not a valid results file ({exc}); fix or remove it before publishing") from None
         check_publishable_ids(table.column("model_id").to_pylist(), path.name)
-    out, left_out = {}, 0
-    for path in files:
-        data_bytes, shelf_rows = _without_shelf_rows(path)
-        out[f"{dataset.DATA_DIR}/{path.name}"] = data_bytes
+        out[f"{dataset.DATA_DIR}/{path.name}"], shelf_rows = _without_shelf_rows(path, table)
         left_out += shelf_rows
     if left_out:  # the published catalog holds Hub checkpoints; a shelf copy is evidence here, not their result
         print(f"left out {left_out} shelf row(s): real checkpoints from registry packages are not the Hub "
@@ -103,12 +101,12 @@ def local_files(folder: str | Path) -> dict[str, bytes]:
     return out
 
 
-def _without_shelf_rows(path: Path) -> tuple[bytes, int]:
-    """The file's bytes with its shelf rows left out (the file as it is when it has none), and how many."""
+def _without_shelf_rows(path: Path, table: pa.Table) -> tuple[bytes, int]:
+    """The file's bytes with its shelf rows left out (the file as it is when it has none), and how many; ``table``
+    is the file as read and conformed."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    table = dataset.conform(pq.read_table(path))
     kinds = [results.weights_kind(w, m) for w, m in zip(table.column("weights").to_pylist(),
                                                          table.column("model_id").to_pylist())]
     shelf = sum(kind == vocab.WEIGHTS_SHELF for kind in kinds)
