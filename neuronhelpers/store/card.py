@@ -88,54 +88,25 @@ Every row carries the exact `run_py` that ran and its `requirements`: save them 
 """
 
 
+# The card's vocabulary sections, in order: (heading, the key column's name, the table, a paragraph before it,
+# the meaning column's name). Each table is one of core/vocab.py's.
+_VOCABULARY_SECTIONS = [
+    ("Results", "value", vocab.RESULTS, "", "meaning"),
+    ("Stages (why a FAIL failed)", "stage", vocab.STAGES, "", "meaning"),
+    ("Untested reasons (why no verdict was reached)", "stage", vocab.UNTESTED_STAGES,
+     "An UNTESTED row is neither a PASS nor a FAIL: the test could not reach a verdict about the model where it\n"
+     "ran, for a reason that is not the model's. Its `stage` column says which:\n\n", "meaning"),
+    ("Verification (how a PASS was established)", "verification", vocab.VERIFICATIONS, "", "meaning"),
+    ("Parallelism (how the weights were spread over `neuron_cores`)", "parallelism", vocab.PARALLELISMS, "", "meaning"),
+    ("Weights (where a row's weights came from: the kind before the colon of `weights`)", "weights",
+     vocab.WEIGHTS_KINDS, "", "meaning"),
+    ("Libraries", "library", vocab.LIBRARIES, "", "what its recipe does"),
+]
+
+
 def _vocabulary() -> str:
-    table = _table
-    return f"""## Results
-
-| value | meaning |
-| --- | --- |
-{table(vocab.RESULTS)}
-
-## Stages (why a FAIL failed)
-
-| stage | meaning |
-| --- | --- |
-{table(vocab.STAGES)}
-
-## Untested reasons (why no verdict was reached)
-
-An UNTESTED row is neither a PASS nor a FAIL: the test could not reach a verdict about the model where it
-ran, for a reason that is not the model's. Its `stage` column says which:
-
-| stage | meaning |
-| --- | --- |
-{table(vocab.UNTESTED_STAGES)}
-
-## Verification (how a PASS was established)
-
-| verification | meaning |
-| --- | --- |
-{table(vocab.VERIFICATIONS)}
-
-## Parallelism (how the weights were spread over `neuron_cores`)
-
-| parallelism | meaning |
-| --- | --- |
-{table(vocab.PARALLELISMS)}
-
-## Weights (where a row's weights came from: the kind before the colon of `weights`)
-
-| weights | meaning |
-| --- | --- |
-{table(vocab.WEIGHTS_KINDS)}
-
-## Libraries
-
-| library | what its recipe does |
-| --- | --- |
-{table(vocab.LIBRARIES)}
-
-"""
+    return "".join(f"## {heading}\n\n{intro}| {key} | {meaning} |\n| --- | --- |\n{_table(mapping)}\n\n"
+                   for heading, key, mapping, intro, meaning in _VOCABULARY_SECTIONS)
 
 
 def _layout_and_columns() -> str:
