@@ -1,4 +1,5 @@
-# make demo   set up .venv and run the main job: sweep the Selected list's twins into ./results
+# make demo   set up .venv and run the main job: sweep the Selected list's twins and the shelf's real checkpoints
+#             into ./results
 # make test   set up .venv and run the whole test suite (notebooks and the browser test included)
 # make test-fast  the tests that compile nothing (about two minutes): the inner loop
 # make lab    open the notebooks in JupyterLab
@@ -6,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast checkpoints gate lab bench clean sweep-architectures expected-architectures sweep-releases
+.PHONY: install demo test test-fast checkpoints sweep-shelf gate lab bench clean sweep-architectures expected-architectures sweep-releases
 
 $(STAMP): pyproject.toml constraints.txt scripts/setup_env.sh
 	bash scripts/setup_env.sh $(VENV)
@@ -15,6 +16,7 @@ $(STAMP): pyproject.toml constraints.txt scripts/setup_env.sh
 install: $(STAMP)
 
 demo: install
+	$(PY) -m neuronhelpers checkpoints --install || echo "make demo: the shelf of real checkpoints could not be installed here; the demo sweeps twins only"
 	$(PY) -m neuronhelpers demo
 
 test: install checkpoints
@@ -41,9 +43,14 @@ gate: install
 # The architecture catalog: every text-generation and image-text-to-text architecture of the installed
 # transformers, one tiny twin each (about half an hour on 2 cores). Resumable: run it again to finish it.
 CATALOG ?= catalog
-SWEEP_ARGS ?= --architectures --jobs 2 --timeout 600 --out $(CATALOG)
-sweep-architectures: install
+SWEEP_ARGS ?= --architectures --shelf --jobs 2 --timeout 600 --out $(CATALOG)
+sweep-architectures: install checkpoints
 	$(PY) -m neuronhelpers sweep $(SWEEP_ARGS)
+
+# Only the shelf's real checkpoints into the catalog, beside their twins (`neuronhelpers causes` then says how many
+# of them their twins agree with).
+sweep-shelf: install checkpoints
+	$(PY) -m neuronhelpers sweep --shelf --jobs 1 --timeout 600 --out $(CATALOG)
 
 # Rewrite expected/cpu_architectures.csv from the catalog's rows of this environment's version pair.
 expected-architectures: install
@@ -69,6 +76,7 @@ bench: install
 	$(PY) bench/bench_explorer.py
 	$(PY) bench/bench_cache.py
 	$(PY) bench/bench_sweep.py
+	$(PY) bench/bench_evidence.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache test-artifacts .gate-results .venv-transformers-* .venv-torch-*

@@ -18,7 +18,8 @@ use; ``import neuronhelpers`` stays light):
 
     run_model, plan_run, summary_line, render_run_py, recipe_params, render_requirements, plan_model,
     plan_cores, per_rank_layout, resolve_model, build_twin, broken_twin, perturbed_twin, twin_spec,
-    architectures, verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, load_results,
+    architectures, verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, twin_agreement,
+    agreement_line, load_results,
     diff_results, check_expected, expected_frame, write_card, render_card, publish, sweep_models,
     summary_frame, sweep_on_ray, FleetReport, explore, detect_backend, get_backend, hub_reachable,
     hub_status_line, compiler_for, UserError, vocab, plots, settings
@@ -52,6 +53,8 @@ EXPORTS = {
     "make_judge": "neuronhelpers.verdict.judge:make_judge",
     "rank_causes": "neuronhelpers.verdict.causes:rank_causes",
     "untested_reasons": "neuronhelpers.verdict.causes:untested_reasons",
+    "twin_agreement": "neuronhelpers.verdict.agreement:twin_agreement",
+    "agreement_line": "neuronhelpers.verdict.agreement:agreement_line",
     "load_results": "neuronhelpers.store.dataset:load_results",
     "diff_results": "neuronhelpers.store.diff:diff_results",
     "check_expected": "neuronhelpers.store.diff:check_expected",

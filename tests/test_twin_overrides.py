@@ -82,3 +82,32 @@ def test_the_table_is_data_not_state():
     with pytest.raises(dataclasses.FrozenInstanceError):
         entry.why = "changed"
     assert isinstance(entry.extra_tokens, tuple)
+
+
+DSA_FAMILIES = {"deepseek_v32": "text", "glm_moe_dsa": "text", "axk2": "text", "mistral_large4": "vision"}
+
+
+@pytest.mark.parametrize("model_type", sorted(DSA_FAMILIES))
+def test_a_dsa_twin_indexer_selects_every_key_as_checkpoints_do_under_the_protocol(model_type):
+    """Checkpoints keep index_topk 2048, above the prompt + 32 tokens: the indexer selects every key. A shrunk top-k
+    (the generic 8) made the twin pick among exact ReLU-zero score ties that the reference's dynamic cache and the
+    recipe's static cache break differently (a mismatch that was no compiler's)."""
+    from neuronhelpers.twins.shrink import TEXT_SHRINK, build_config, shrunk_config
+
+    assert text_overrides(model_type) == {"index_topk": 2048} == OVERRIDES[model_type].text
+    if DSA_FAMILIES[model_type] == "text":
+        config = shrunk_config(model_type, TEXT_SHRINK, text_overrides(model_type))
+    else:
+        config = build_config(model_type, override(model_type)).get_text_config()
+    assert config.hidden_size == TEXT_SHRINK["hidden_size"]  # still a twin: shrunk everywhere else
+    assert config.index_n_heads == TEXT_SHRINK["index_n_heads"]  # and its indexer still built (and run)
+    assert config.index_topk >= config.max_position_embeddings, (config.index_topk, config.max_position_embeddings)
+
+
+def test_glm5_next_keeps_the_generic_indexer_sizes():
+    """glm5_next (pooled indexer) passes with the generic sizes; its index_topk must stay a multiple of index_kpool."""
+    from neuronhelpers.twins.shrink import TEXT_SHRINK, build_config
+
+    assert "glm5_next" not in OVERRIDES
+    text = build_config("glm5_next", override("glm5_next")).get_text_config()
+    assert text.index_topk == TEXT_SHRINK["index_topk"] and text.index_topk % text.index_kpool == 0

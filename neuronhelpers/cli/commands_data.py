@@ -29,18 +29,26 @@ def _print_ranked(title: str, frame, top: int) -> None:
 def cmd_causes(args) -> int:
     """Root causes ranked by how many architectures they block, each with its architectures."""
     from neuronhelpers.store.dataset import load_results, select_pair
+    from neuronhelpers.verdict.agreement import agreement_line, twin_agreement
     from neuronhelpers.verdict.causes import rank_causes, untested_reasons
+    from neuronhelpers.verdict.declared import declared_vs_measured, disagreement_line
 
     df, pair = select_pair(load_results(args.results), args.pair)
-    failing, untested = rank_causes(df), untested_reasons(df)
+    failing, untested, agreement = rank_causes(df), untested_reasons(df), twin_agreement(df)
+    declared = declared_vs_measured(df)
     if args.json:
-        print(json.dumps({"pair": pair, "failures": failing.to_dict("records"), "untested": untested.to_dict("records")},
+        print(json.dumps({"pair": pair, "failures": failing.to_dict("records"), "untested": untested.to_dict("records"),
+                          "twin_agreement": agreement.to_dict("records"), "twin_agreement_line": agreement_line(agreement),
+                          "declared_vs_measured": declared[declared.disagree].to_dict("records"),
+                          "declared_vs_measured_line": disagreement_line(declared)},
                          default=json_default))
         return 0
     tested = df[df.result.isin([vocab.PASS, vocab.FAIL])]
     print(f"{args.results} ({'compiler ' + pair[0] + ', library ' + pair[1] if pair else 'all rows'}): "
           f"{len(tested)} verdicts ({(tested.result == vocab.PASS).sum()} PASS, {(tested.result == vocab.FAIL).sum()} FAIL), "
           f"{(df.result == vocab.UNTESTED).sum()} untested")
+    print(f"Real checkpoints: {agreement_line(agreement)}")
+    print(f"Declared vs measured: {disagreement_line(declared)}")
     _print_ranked("FAIL causes", failing, args.top)
     _print_ranked("UNTESTED reasons", untested, args.top)
     return 0

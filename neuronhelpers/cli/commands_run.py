@@ -131,18 +131,34 @@ def cmd_sweep(args) -> int:
         models += read_model_file(args.file)
     if args.architectures:
         models += [spec.model_id for spec in architectures(args.task)]
+    if args.shelf:
+        models += _shelf_models(required=True)
     use_selected = args.selected or not models
     if use_selected:
         models += selected_models(real=args.real)
     return _sweep_and_summarise(models, args, include_excluded=use_selected)
 
 
+def _shelf_models(*, required: bool) -> list[str]:
+    """The shelf's installed Hub ids; none installed: an error when asked for by name, else one line and none."""
+    from neuronhelpers.models import shelf
+
+    ready = shelf.ready_ids()
+    if not ready:
+        if required:
+            raise UserError(f"--shelf: {shelf.NOT_INSTALLED}")
+        print(f"{shelf.NOT_INSTALLED}: sweeping twins only")
+    return ready
+
+
 def cmd_demo(args) -> int:
-    """The main job on its built-in default: sweep the Selected list's twins into ./results and summarise."""
+    """The main job on its built-in default: sweep the Selected list's twins and the shelf's real checkpoints into
+    ./results and summarise."""
     from neuronhelpers.store.card import write_card
     from neuronhelpers.sweep.local import selected_models
 
-    code = _sweep_and_summarise(selected_models(real=False), args, include_excluded=True)
+    code = _sweep_and_summarise(selected_models(real=False) + _shelf_models(required=False), args,
+                                include_excluded=True)
     print(f"Dataset card: {write_card(args.out)}")
     return code
 

@@ -76,13 +76,16 @@ def _sweep_commands(command, backend) -> None:
                    help="every text-generation and image-text-to-text architecture of the installed transformers (twins)")
     p.add_argument("--task", choices=list(vocab.TASKS), default=None, help="with --architectures: only this task")
     p.add_argument("--real", action="store_true", help="Selected: the real Hub ids (needs the Hub and the weights)")
+    p.add_argument("--shelf", action="store_true",
+                   help="the shelf's installed real checkpoints (neuronhelpers checkpoints), beside their twins")
     _sweep_args(p)
     p.add_argument("--ray", metavar="ADDRESS", default=None,
                    help="run each model as a Ray task on a cluster: auto (the cluster this machine joined), HOST:PORT, "
                         "or local (start one here); needs pip install -e '.[fleet]'")
     p.set_defaults(func=run.cmd_sweep)
 
-    p = command("demo", "sweep the Selected list's twins into ./results and print a summary", backend)
+    p = command("demo", "sweep the Selected list's twins and the shelf's real checkpoints into ./results and print a "
+                        "summary", backend)
     _sweep_args(p)
     p.set_defaults(func=run.cmd_demo)
 

@@ -31,3 +31,8 @@ TASK_INPUTS = {
     FEATURE_EXTRACTION: {"sequence_length": 64},
     TEXT_TO_IMAGE: {"seed": 0, "steps": 4, "image_size": None},
 }
+
+# The eager run beside the compiled one (the speed-up, and whether the device runs the model at all): skipped for
+# sharded runs (an eager pass would hold every rank's cores as long again) and above this many parameters (unfused
+# eager decoding of a larger model costs minutes of device time per row).
+EAGER_MAX_PARAMETERS = 3_000_000_000

@@ -28,6 +28,7 @@ JUDGE_MODEL_ENV = "NEURONHELPERS_JUDGE_MODEL"
 HUB_UNREACHABLE_ENV = "NEURONHELPERS_HUB_UNREACHABLE"
 RESULTS_ENV = "NEURONHELPERS_RESULTS"
 SHELF_ENV = "NEURONHELPERS_SHELF"
+EAGER_MAX_ENV = "NEURONHELPERS_EAGER_MAX_PARAMETERS"
 
 VARIABLES = {v.name: v for v in (
     Variable(HOME_ENV, "~/.cache/neuronhelpers",
@@ -42,6 +43,9 @@ VARIABLES = {v.name: v for v in (
     Variable("NEURONHELPERS_HOST_GIB", None, "host memory a CPU reference may use, in GiB (default: half of this machine's RAM)"),
     Variable("NEURONHELPERS_NEURON_CORES", None, "NeuronCores a local sweep shares out among its parallel jobs (default: "
              "the instance's logical cores, from /dev/neuron* and NEURON_LOGICAL_NC_CONFIG)"),
+    Variable(EAGER_MAX_ENV, None, "the largest model (in parameters) given an eager run beside its compiled one (the "
+             "speed-up; after a failure, whether the device runs it eagerly); 0 turns the eager runs off (default: the "
+             "protocol's bound, core/protocol.py EAGER_MAX_PARAMETERS)"),
     Variable(FORK_SERVER_ENV, "1", "0 turns the pre-imported fork server off: every run starts a fresh Python"),
     Variable(JUDGE_MODEL_ENV, "HuggingFaceTB/SmolLM2-135M-Instruct", "the causal LM that judges the text of sharded runs"),
     Variable(HUB_UNREACHABLE_ENV, None, "set by the package when the Hub probe failed and offline mode was switched on; "
@@ -123,3 +127,15 @@ REFERENCE_TIMEOUT_S = 600.0
 DEFAULT_DATASET = dataset_repo()
 DEFAULT_CACHE_BUCKET = cache_bucket()
 NEFF_CACHE_DIR = "/tmp/neff_cache"  # torch-neuronx's default TORCH_NEURONX_NEFF_CACHE_DIR
+
+
+def eager_max_parameters() -> int:
+    """``NEURONHELPERS_EAGER_MAX_PARAMETERS``, default the protocol's bound: the largest model given an eager run."""
+    from neuronhelpers.core.errors import UserError
+    from neuronhelpers.core.protocol import EAGER_MAX_PARAMETERS
+
+    raw = os.environ.get(EAGER_MAX_ENV)
+    try:
+        return int(float(raw)) if raw else EAGER_MAX_PARAMETERS
+    except ValueError:
+        raise UserError(f"{EAGER_MAX_ENV}={raw!r}: give a number of parameters (0 turns the eager runs off)") from None

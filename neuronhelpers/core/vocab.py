@@ -93,6 +93,41 @@ VERIFICATIONS = {
     "judge found the text to be sound English.",
 }
 
+# Whether the model ran eagerly (nothing compiled) on the same device: the row's `device_eager`, a word and, after
+# "failed" and "not tried", a colon and the reason. run.py writes them (its recipes spell the words themselves).
+DEVICE_EAGER_RAN = "ran"
+DEVICE_EAGER_FAILED = "failed"
+DEVICE_EAGER_NOT_TRIED = "not tried"
+DEVICE_EAGER = {
+    DEVICE_EAGER_RAN: "The model ran eagerly on the device the compiled run used: beside a PASS, the run the speed-up "
+    "is measured against (same process, same inputs and cache, back to back); beside a FAIL, proof that the device "
+    "can run the model and the compiler is the obstacle. On CPU the CPU eager reference is that run.",
+    DEVICE_EAGER_FAILED: "The model failed eagerly on the device too (the reason follows): not only the compiler.",
+    DEVICE_EAGER_NOT_TRIED: "No eager run (the reason follows): sharded runs, models above the parameter bound, and "
+    "runs that timed out are not given one.",
+}
+
+# The level of evidence behind a verdict: the row's `evidence`, strongest first within PASS and within FAIL.
+EVIDENCE_EXACT = EXACT  # a PASS's level is its verification, where that is a comparison with the reference
+EVIDENCE_NEAR_TIE = NEAR_TIE
+EVIDENCE_WITHIN_TOLERANCE = WITHIN_TOLERANCE
+EVIDENCE_JUDGED = "judged"
+EVIDENCE_EAGER_RAN = "compiled_failed_eager_ran"
+EVIDENCE_EAGER_FAILED = "eager_failed_too"
+EVIDENCE_EAGER_UNKNOWN = "eager_not_tried"
+EVIDENCE = {
+    EVIDENCE_EXACT: "PASS: every token equals the CPU eager reference's.",
+    EVIDENCE_NEAR_TIE: "PASS: the tokens equal the reference's up to a position where the reference was nearly tied.",
+    EVIDENCE_WITHIN_TOLERANCE: "PASS: embeddings or an image within the dtype's tolerance of the CPU reference.",
+    EVIDENCE_JUDGED: "PASS: no affordable CPU reference; a judge read the text (the row's `judge`).",
+    EVIDENCE_EAGER_RAN: "FAIL under the compiler, but the model ran eagerly on the same device: the compiler (or the "
+    "model's compile support) is what to fix, not the device.",
+    EVIDENCE_EAGER_FAILED: "FAIL, and the model failed eagerly on the device too.",
+    EVIDENCE_EAGER_UNKNOWN: "FAIL; whether the device runs it eagerly was not tried (`device_eager` says why).",
+}
+# PASS levels in order, strongest first: a row whose level falls in this list is worth reporting (`diff`).
+PASS_EVIDENCE_ORDER = [EVIDENCE_EXACT, EVIDENCE_NEAR_TIE, EVIDENCE_WITHIN_TOLERANCE, EVIDENCE_JUDGED]
+
 # How a model's weights were spread over cores: the row's `parallelism`.
 NO_PARALLELISM = "none"
 TENSOR_PARALLEL = "tp"
@@ -159,7 +194,7 @@ class VocabularyError(ValueError):
 def check_value(kind: str, value) -> None:
     """Raise VocabularyError naming the value when it is not in the vocabulary (None is allowed for all but the result)."""
     table = {"result": RESULTS, "stage": {**STAGES, **UNTESTED_STAGES}, "verification": VERIFICATIONS,
-             "parallelism": PARALLELISMS, "library": LIBRARIES, "task": TASKS}[kind]
+             "parallelism": PARALLELISMS, "library": LIBRARIES, "task": TASKS, "evidence": EVIDENCE}[kind]
     if value is None and kind != "result":
         return
     if value not in table:

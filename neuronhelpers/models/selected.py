@@ -44,6 +44,8 @@ SELECTED = [
     Selected("ibm-granite/granite-3.3-2b-instruct", TG, "granite"),
     Selected("allenai/OLMo-2-1124-7B-Instruct", TG, "olmo2"),
     Selected("HuggingFaceTB/SmolLM3-3B", TG, "smollm3"),
+    Selected("HuggingFaceTB/SmolLM2-135M-Instruct", TG, "llama"),  # on the shelf (models.shelf): runs offline
+    Selected("google/gemma-3-270m", TG, "gemma3_text"),  # on the shelf
     Selected("openai-community/gpt2", TG, "gpt2"),
     Selected("EleutherAI/pythia-1b", TG, "gpt_neox"),
     Selected("tiiuae/falcon-7b-instruct", TG, "falcon"),

@@ -96,6 +96,14 @@ def shelf_folder(hub_id: str) -> Path | None:
     return found[0] if found else None
 
 
+def ready_ids() -> list[str]:
+    """The Hub ids of the shelf's installed entries, in shelf order (what ``sweep --shelf`` and ``demo`` run)."""
+    return [entry.hub_id for entry in SHELF if provenance(entry) is not None]
+
+
+NOT_INSTALLED = "the shelf of real checkpoints is not installed here (neuronhelpers checkpoints --install)"
+
+
 def entry_of(hub_id: str) -> ShelfEntry:
     if hub_id not in BY_ID:
         raise UserError(f"'{hub_id}' is not on the shelf: `neuronhelpers checkpoints` lists {', '.join(BY_ID)}")

@@ -29,6 +29,8 @@ from neuronhelpers.run.recipes.scaffold import parse_visible_cores
 from neuronhelpers.run.reference import cached_reference, reference_key, store_reference
 from neuronhelpers.run.process import ProcessOutcome, execute
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S, REFERENCE_TIMEOUT_S
+from neuronhelpers.verdict.declared import declared_fullgraph
+from neuronhelpers.verdict.evidence import eager_columns, evidence_level, speedup
 from neuronhelpers.verdict.verify import verify_outputs
 from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS, UNTESTED
 
@@ -134,27 +136,76 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
                             model_type=ref.model_type, twin_of=ref.twin_of, library=planned.library, weights=ref.weights)
     folder = Path(workdir) if workdir else run_dir(planned.ref.model_id)
     run = _RunFolder.write(planned, folder, env)
+    row = _verified_row(planned, run, _Checks(timeout, memory_limit_bytes, cpus, reference_model, dtype, judge_model))
+    row["speedup"] = speedup(row)
+    row["evidence"] = evidence_level(row)
+    return row
+
+
+@dataclass
+class _Checks:
+    """How one run is executed and checked (run_model's arguments beyond the model)."""
+
+    timeout: float
+    memory_limit_bytes: int | None
+    cpus: set[int] | None
+    reference_model: str | ModelRef | None
+    dtype: str | None
+    judge_model: str | None
+
+
+def _verified_row(planned: PlannedRun, run: _RunFolder, checks: _Checks) -> dict:
+    """The device run, then its check: against the CPU reference, by a judge, or (failed) with the eager run beside."""
     cached_before = cache_files(planned.backend)
-    device = execute(str(run.script), timeout=timeout, env=run.env, cwd=str(folder),
-                     memory_limit_bytes=memory_limit_bytes, cpus=cpus, fork=run.fork)
-    _save_logs(folder, "device", device)
+    device = execute(str(run.script), timeout=checks.timeout, env=run.env, cwd=str(run.folder),
+                     memory_limit_bytes=checks.memory_limit_bytes, cpus=checks.cpus, fork=run.fork)
+    _save_logs(run.folder, "device", device)
     row = _device_row(planned, run, device)
     if not (device.payload and device.payload.get("ok")):
-        row.update(classify_failure(device, timeout))
+        row.update(classify_failure(device, checks.timeout))
+        if row["result"] == FAIL:
+            row["device_eager"] = _device_eager_after_failure(planned, run, row, checks)
         return row
     row["cache_hit"] = cache_hit(device.payload.get("compile_cache"), cached_before, cache_files(planned.backend))
     plan = planned.plan
     # The reference holds the same weights in the same dtype on the host: affordable or not.
     if planned.library == vocab.TRANSFORMERS and plan.cores > 1 and plan.weight_bytes > host_reference_budget():
-        row.update(_judged(device.payload.get("text") or "", judge_model))
+        row.update(_judged(device.payload.get("text") or "", checks.judge_model))
         return row
-    reference = _reference_payload(planned, run, reference_model, dtype, cpus)
+    reference = _reference_payload(planned, run, checks.reference_model, checks.dtype, checks.cpus)
     row["reference_cached"] = reference.cached
     if reference.failure is not None:
         row.update(reference.failure)
         return row
     row.update(verify_outputs(planned.params, device.payload, reference.payload))
     return row
+
+
+def _device_eager_after_failure(planned: PlannedRun, run: _RunFolder, row: dict, checks: _Checks) -> str:
+    """After a compiled failure: does the device run the model eagerly? On CPU the CPU eager reference is that run
+    (from the reference cache, else run now); elsewhere a fresh process runs ``run.py --eager`` on the device."""
+    if planned.plan.cores > 1:
+        return f"{vocab.DEVICE_EAGER_NOT_TRIED}: sharded over {planned.plan.cores} ranks (no eager run of sharded models)"
+    if row.get("stage") == vocab.STAGE_TIMEOUT:
+        return f"{vocab.DEVICE_EAGER_NOT_TRIED}: the compiled run timed out; an eager one is not given the time again"
+    bound = planned.params["eager_max_parameters"]
+    if bound <= 0:
+        return f"{vocab.DEVICE_EAGER_NOT_TRIED}: eager runs were turned off for this run"
+    if (planned.plan.parameters or 0) > bound:
+        return (f"{vocab.DEVICE_EAGER_NOT_TRIED}: {(planned.plan.parameters or 0) / 1e9:.1f}B parameters, above the "
+                f"{bound / 1e9:g}B bound for an eager run on the device")
+    if planned.backend.name == "cpu":
+        reference = _reference_payload(planned, run, checks.reference_model, checks.dtype, checks.cpus)
+        if reference.failure is None:
+            return f"{vocab.DEVICE_EAGER_RAN}: the CPU eager reference"
+        return f"{vocab.DEVICE_EAGER_FAILED}: {reference.failure['error']}"[:500]
+    eager = execute(str(run.script), ["--eager"], timeout=checks.timeout, env=run.env, cwd=str(run.folder),
+                    memory_limit_bytes=checks.memory_limit_bytes, cpus=checks.cpus, fork=run.fork)
+    _save_logs(run.folder, "eager", eager)
+    if eager.payload and eager.payload.get("ok"):
+        return vocab.DEVICE_EAGER_RAN
+    outcome = classify_failure(eager, checks.timeout)
+    return f"{vocab.DEVICE_EAGER_FAILED}: {outcome['stage']}: {outcome['error']}"[:500]
 
 
 def neuron_cores_here(env: dict | None = None) -> tuple[int, str]:
@@ -215,6 +266,9 @@ def _device_row(planned: PlannedRun, run: _RunFolder, device: ProcessOutcome) ->
     figures = payload.get("figures") or {}  # the other libraries' warm figures (sentences/s; seconds per step, per image)
     for key in ("items_per_s", "step_s", "image_s"):
         row[key] = figures.get(key)
+    row.update(eager_columns(payload))
+    if row["declared_fullgraph"] is None and planned.library == vocab.TRANSFORMERS:  # a failed run loaded no class
+        row["declared_fullgraph"] = declared_fullgraph(planned.ref.model_type, planned.ref.task)
     if payload.get("ok"):
         peak = payload.get("peak_memory_bytes")
         row.update(retraced=payload.get("retraced"), tokens=payload.get("tokens"), text=payload.get("text"),

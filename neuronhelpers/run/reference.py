@@ -21,7 +21,8 @@ from neuronhelpers.run.render import template_text
 from neuronhelpers.core.versions import distribution_version
 
 # Parameters that say where and how the device run happens: the CPU reference does not depend on them.
-_DEVICE_PARAMS = ("model_id", "backend", "device", "compile_backend", "dist_backend", "cores", "parallelism")
+_DEVICE_PARAMS = ("model_id", "backend", "device", "compile_backend", "dist_backend", "cores", "parallelism",
+                  "eager_max_parameters")
 
 
 def reference_dir() -> Path:

@@ -12,6 +12,7 @@ import re
 from importlib import resources
 
 from neuronhelpers.core import vocab
+from neuronhelpers.core import settings
 from neuronhelpers.core.protocol import MAX_NEW_TOKENS, PROMPTS, SENTENCES, TASK_INPUTS  # noqa: F401 - SENTENCES: read by tests as run.py's inputs
 from neuronhelpers.core.vocab import LIBRARY_FOR_TASK
 from neuronhelpers.core.backends import Backend
@@ -82,6 +83,7 @@ def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None
         "trust_remote_code": bool(trust_remote_code),
         "revision": revision,
         **({"top_k": vocab.NEAR_TIE_TOP_K} if generates else {}),
+        "eager_max_parameters": settings.eager_max_parameters(),
     }
     params.update(TASK_INPUTS.get(model.task, {}))
     return params

@@ -10,7 +10,7 @@ from pathlib import Path
 from neuronhelpers.store import dataset
 from neuronhelpers.store import schema as results
 from neuronhelpers.core import vocab
-from neuronhelpers.core.protocol import MAX_NEW_TOKENS, SENTENCES, TASK_INPUTS
+from neuronhelpers.core.protocol import EAGER_MAX_PARAMETERS, MAX_NEW_TOKENS, SENTENCES, TASK_INPUTS
 
 
 def _table(mapping: dict) -> str:
@@ -97,6 +97,12 @@ _VOCABULARY_SECTIONS = [
      "An UNTESTED row is neither a PASS nor a FAIL: the test could not reach a verdict about the model where it\n"
      "ran, for a reason that is not the model's. Its `stage` column says which:\n\n", "meaning"),
     ("Verification (how a PASS was established)", "verification", vocab.VERIFICATIONS, "", "meaning"),
+    ("Evidence (what a verdict stands on)", "evidence", vocab.EVIDENCE,
+     "Strongest first within PASS and within FAIL. `speedup` is compiled over eager, both measured back to back in\n"
+     "one run.py process; it is never compared across rows run minutes apart.\n\n", "meaning"),
+    ("Device eager (the model run eagerly on the same device)", "device_eager", vocab.DEVICE_EAGER,
+     f"Bounds: no eager run for sharded models, nor above {EAGER_MAX_PARAMETERS / 1e9:g}B parameters (the row says so "
+     "in `device_eager`).\n\n", "meaning"),
     ("Parallelism (how the weights were spread over `neuron_cores`)", "parallelism", vocab.PARALLELISMS, "", "meaning"),
     ("Weights (where a row's weights came from: the kind before the colon of `weights`)", "weights",
      vocab.WEIGHTS_KINDS, "", "meaning"),

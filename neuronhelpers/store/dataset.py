@@ -113,7 +113,7 @@ def _list_parquet(path: str):
 def off_vocabulary(table: pa.Table) -> list[str]:
     """The distinct values of a (conformed) table that the vocabulary does not know, as 'column value' strings."""
     problems = []
-    for kind in ("result", "stage", "verification"):
+    for kind in ("result", "stage", "verification", "evidence"):
         for value in sorted({v for v in table.column(kind).to_pylist() if v is not None}):
             try:
                 vocab.check_value(kind, value)

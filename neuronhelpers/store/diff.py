@@ -14,14 +14,19 @@ from pathlib import Path
 
 import pandas as pd
 
+from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.vocab import FAIL, PASS, UNTESTED
 from neuronhelpers.store.dataset import newest_per_model
+from neuronhelpers.store.schema import weights_kind
 
 # Kinds of change, in the order they are listed. A row that became (or stopped being) UNTESTED is not a
 # regression or an improvement of the model: the verdict was lost or reached.
-CHANGE_ORDER = ["regressed", "improved", "new cause", "verdict lost", "verdict reached", "new", "dropped", "slower",
-                "faster", "more memory", "less memory"]
+CHANGE_ORDER = ["regressed", "improved", "new cause", "verdict lost", "verdict reached", "new", "dropped",
+                "lower evidence", "new graph break", "new fallback op", "speed-up fell", "slower", "faster",
+                "more memory", "less memory"]
+# A speed-up (compiled over eager, one process) that fell by more than this share is reported (`speed-up fell`).
+SPEEDUP_MARGIN = 0.25
 
 
 def load_side(path: str | Path) -> pd.DataFrame:
@@ -44,24 +49,35 @@ def load_side(path: str | Path) -> pd.DataFrame:
 
 
 def _latest(df: pd.DataFrame) -> pd.DataFrame:
+    """Each model's newest row, indexed by model_id (the gate's and the expected file's view)."""
     return newest_per_model(df).set_index("model_id")
+
+
+def _latest_per_weights(df: pd.DataFrame) -> pd.DataFrame:
+    """Each (model, kind of weights)'s newest row, indexed by both: a shelf row is compared with a shelf row and a
+    twin's with a twin's, never a Hub row with a dequantized copy of it."""
+    df = df.assign(weights_kind=[weights_kind(w, m) for w, m in zip(df.get("weights", [None] * len(df)), df["model_id"])])
+    return newest_per_model(df, ["model_id", "weights_kind"]).set_index(["model_id", "weights_kind"])
 
 
 def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float = 0.25,
                  memory_threshold: float = 0.10) -> pd.DataFrame:
-    """One row per model that changed, with the kind of change; thresholds are relative (0.25 = 25%)."""
-    a, b = _latest(old), _latest(new)
+    """One row per model (and kind of weights: hub, shelf, twin, folder) that changed, with the kind of change;
+    thresholds are relative (0.25 = 25%)."""
+    a, b = _latest_per_weights(old), _latest_per_weights(new)
     out = []
-    for model in sorted(set(a.index) | set(b.index)):
-        if model not in b.index:
-            out.append({"model_id": model, "change": "dropped", "old_result": a.at[model, "result"]})
+    for key in sorted(set(a.index) | set(b.index)):
+        model, kind = key
+        if key not in b.index:
+            out.append({"model_id": model, "weights": kind, "change": "dropped", "old_result": a.at[key, "result"]})
             continue
-        if model not in a.index:
-            out.append({"model_id": model, "change": "new", "new_result": b.at[model, "result"],
-                        "new_error": b.at[model, "error"]})
+        if key not in a.index:
+            out.append({"model_id": model, "weights": kind, "change": "new", "new_result": b.at[key, "result"],
+                        "new_error": b.at[key, "error"]})
             continue
-        ra, rb = a.loc[model], b.loc[model]
-        base = {"model_id": model, "old_result": ra["result"], "new_result": rb["result"], "old_cause": ra.get("cause")}
+        ra, rb = a.loc[key], b.loc[key]
+        base = {"model_id": model, "weights": kind, "old_result": ra["result"], "new_result": rb["result"],
+                "old_cause": ra.get("cause")}
         verdicts = (PASS, FAIL)
         if ra["result"] in verdicts and rb["result"] == UNTESTED:
             out.append({**base, "change": "verdict lost", "new_stage": rb["stage"], "new_error": rb["error"],
@@ -82,6 +98,7 @@ def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float 
             out.append({**base, "change": "new cause", "new_stage": rb["stage"], "new_error": rb["error"],
                         "new_cause": rb.get("cause")})
             continue
+        out += _evidence_changes(base, ra, rb)
         for column, threshold, up, down in (("wall_s", time_threshold, "slower", "faster"),
                                             ("peak_memory_bytes", memory_threshold, "more memory", "less memory")):
             before, after = ra[column], rb[column]
@@ -90,11 +107,41 @@ def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float 
                 if abs(ratio) > threshold:
                     out.append({**base, "change": up if ratio > 0 else down, "column": column,
                                 "old_value": float(before), "new_value": float(after), "relative": round(ratio, 3)})
-    columns = ["model_id", "change", "old_result", "new_result", "new_stage", "old_cause", "new_cause", "new_error",
+    columns = ["model_id", "weights", "change", "old_result", "new_result", "new_stage", "old_cause", "new_cause", "new_error",
                "column", "old_value", "new_value", "relative"]
     frame = pd.DataFrame(out, columns=columns)
     frame["change"] = pd.Categorical(frame["change"], categories=CHANGE_ORDER, ordered=True)
     return frame.sort_values(["change", "model_id"]).reset_index(drop=True)
+
+
+def _present(value) -> bool:
+    return value is not None and not (isinstance(value, float) and value != value)
+
+
+def _evidence_changes(base: dict, ra, rb) -> list[dict]:
+    """Changes in what an unchanged verdict stands on: a PASS checked less strictly, a graph break or a CPU-fallback
+    op that was not there, a speed-up that fell by more than SPEEDUP_MARGIN."""
+    out = []
+    order = vocab.PASS_EVIDENCE_ORDER
+    old_level, new_level = ra.get("evidence"), rb.get("evidence")
+    if ra["result"] == rb["result"] == PASS and old_level in order and new_level in order \
+            and order.index(new_level) > order.index(old_level):
+        out.append({**base, "change": "lower evidence", "column": "evidence", "old_cause": old_level,
+                    "new_cause": new_level})
+    before, after = ra.get("graph_breaks"), rb.get("graph_breaks")
+    if _present(before) and _present(after) and after > before:
+        out.append({**base, "change": "new graph break", "column": "graph_breaks", "old_value": float(before),
+                    "new_value": float(after)})
+    old_ops, new_ops = ra.get("fallback_ops"), rb.get("fallback_ops")
+    if old_ops is not None and new_ops is not None and not isinstance(old_ops, float) and not isinstance(new_ops, float):
+        added = sorted(set(new_ops) - set(old_ops))
+        if added:
+            out.append({**base, "change": "new fallback op", "column": "fallback_ops", "new_cause": ", ".join(added)})
+    before, after = ra.get("speedup"), rb.get("speedup")
+    if _present(before) and _present(after) and before > 0 and after < before * (1 - SPEEDUP_MARGIN):
+        out.append({**base, "change": "speed-up fell", "column": "speedup", "old_value": float(before),
+                    "new_value": float(after), "relative": round(after / before - 1, 3)})
+    return out
 
 
 EXPECTED_COLUMNS = ["model_id", "model_type", "task", "result", "stage", "cause"]

@@ -78,6 +78,23 @@ COLUMNS = [
      "second (images)"),
     ("step_s", pa.float64(), "for images: seconds per warm denoising step"),
     ("image_s", pa.float64(), "for images: seconds for one warm image"),
+    ("evidence", pa.string(), "the level of evidence behind the verdict (see Evidence): how a PASS was checked, or "
+     "for a FAIL whether the device ran the model eagerly"),
+    ("device_eager", pa.string(), "whether the model ran eagerly (nothing compiled) on the same device: `ran`, "
+     "`failed: <why>` or `not tried: <why>` (see Device eager)"),
+    ("eager_decode_tokens_per_s", pa.float64(), "the same generate() eagerly, in the same process right after the "
+     "warm compiled call: tokens per second after the first"),
+    ("eager_items_per_s", pa.float64(), "for embeddings: sentences per second of the same batch encoded eagerly"),
+    ("eager_image_s", pa.float64(), "for images: seconds for the same image drawn eagerly"),
+    ("speedup", pa.float64(), "compiled over eager, measured back to back in one process: decode tokens per second, "
+     "sentences per second, or image time"),
+    ("eager_equals_compiled", pa.bool_(), "the eager generate() wrote the same tokens as the compiled one"),
+    ("graph_breaks", pa.int32(), "graph breaks dynamo counted (0 under fullgraph=True, where a break is an error: 1)"),
+    ("unique_graphs", pa.int32(), "graphs dynamo compiled (torch._dynamo.utils.counters)"),
+    ("recompiles", pa.int32(), "recompilations dynamo logged (each with a guard that failed)"),
+    ("fallback_ops", pa.list_(pa.string()), "on neuron: the ops torch-neuronx ran on the CPU instead of the device"),
+    ("declared_fullgraph", pa.bool_(), "what the installed transformers declares for the model class "
+     "(`_can_compile_fullgraph`), beside what was measured"),
     ("packages", pa.string(), "every installed distribution, pip-freeze form"),
     ("run_py", pa.string(), "the exact run.py that ran"),
     ("requirements", pa.string(), "requirements.txt for the run.py"),
@@ -108,6 +125,7 @@ def validate_row(row: dict) -> None:
     vocab.check_value("result", row.get("result"))
     vocab.check_value("stage", row.get("stage"))
     vocab.check_value("verification", row.get("verification"))
+    vocab.check_value("evidence", row.get("evidence"))
     model, result, stage = row.get("model_id"), row.get("result"), row.get("stage")
     if result == vocab.FAIL and stage not in vocab.STAGES:
         raise vocab.VocabularyError(f"row for {model!r} is FAIL without a stage" if not stage

@@ -51,6 +51,16 @@ class Override:
 
 NO_OVERRIDE = Override(why="")
 
+# DSA (DeepSeek-V3.2 sparse attention): checkpoints keep index_topk at 2048 (the config default), more keys than the
+# protocol's prompt + MAX_NEW_TOKENS reach, so the lightning indexer (still run: scores, top-k, mask) selects every key.
+# The generic shrink's 8 made the twin choose 8 of ~40-70 keys, and with random weights 11-31% of rows tie exactly (ReLU
+# zeros) at the 8th score; topk breaks those ties by the tensor's width, so the reference's dynamic cache and the
+# recipe's static cache (eager or compiled alike) attended different keys. 2048 is above the twin's
+# max_position_embeddings (512): no reachable length selects fewer keys than it has.
+_DSA_TOPK = {"index_topk": 2048}
+_DSA = ("checkpoints' DSA indexer keeps index_topk 2048, above the protocol's prompt + 32 tokens, so it selects every key; "
+        "a shrunk top-k picks among exact ReLU-zero score ties that a dynamic and a static cache break differently")
+
 _DRAFTER = ("a speculative-decoding drafter: its forward needs the target model's inputs_embeds and shared KV states "
             "(generate(assistant_model=...)), so it does not generate alone")
 
@@ -82,6 +92,9 @@ OVERRIDES: dict[str, Override] = {
     "zamba": Override("its shared transformer block is tied across the hybrid layers (every 6th in checkpoints): two keep the tie",
                       text={"num_hidden_layers": 4,
                             "layers_block_type": ["linear_attention", "hybrid", "linear_attention", "hybrid"]}),
+    "deepseek_v32": Override(_DSA, text=dict(_DSA_TOPK)),
+    "glm_moe_dsa": Override(_DSA, text=dict(_DSA_TOPK)),
+    "axk2": Override(_DSA, text=dict(_DSA_TOPK)),
     # architectures mapped to causal LM that cannot generate text alone: no twin, UNTESTED with this reason
     "musicgen": Override("MusicgenForCausalLM generates audio codebook tokens (output modality audio), not text", no_twin=True),
     "musicgen_melody": Override("MusicgenMelodyForCausalLM generates audio codebook tokens (output modality audio), not text",
@@ -153,6 +166,7 @@ OVERRIDES: dict[str, Override] = {
                        vision={"intermediate_size": 128}),
     "cohere2_vision": Override("its processor writes image_processor.patch_size ** 2 tokens per tile: the tower's 32 / 8 / 2 per side",
                                image_processor={"patch_size": 2}),
+    "mistral_large4": Override(_DSA, text=dict(_DSA_TOPK)),
     "qwen2_vl": Override("Qwen2VLVisionConfig.hidden_size is the merger's output width (= text width); embed_dim is the tower's",
                          vision={"hidden_size": 64}),
 }

@@ -1,15 +1,15 @@
 """Judges: when a sharded model is too large for a CPU reference, decide whether its text is sound English.
 
 One interface, two judges. ``LMJudge`` scores the text by its perplexity under a small causal LM: a local
-folder, or a Hub id (downloaded when the Hub is reachable, else taken from the local HF cache), recorded
-with its revision. ``LexicalJudge`` is the offline fallback: how much of the text is common English words,
+folder, or a Hub id (downloaded when the Hub is reachable, else taken from the local HF cache or, failing that,
+from the shelf of real checkpoints, ``models.shelf``), recorded with its revision. ``LexicalJudge`` is the offline fallback: how much of the text is common English words,
 how much of it looks like words at all, and how repetitive it is. It reads words, not their order, so a
 shuffle of real words passes it; only the LM judge can catch that.
 
 :func:`make_judge` picks one: an explicit ``judge_model`` -> ``LMJudge``; none -> ``LMJudge`` on
 :func:`default_judge_model` (``DEFAULT_JUDGE_MODEL``, or ``$NEURONHELPERS_JUDGE_MODEL``) when the Hub is
-reachable, else ``LexicalJudge``. Each judge's ``name`` goes into the row's ``judge`` column
-(``lexical``, a local path, or ``<repo_id>@<commit>``) and ``Judgement.verification`` into
+reachable or the shelf holds it, else ``LexicalJudge``. Each judge's ``name`` goes into the row's ``judge`` column
+(``lexical``, a local path, ``<repo_id>@<commit>``, or ``<repo_id> (shelf: ...)``) and ``Judgement.verification`` into
 ``verification``.
 
 Taught in notebook 04.
@@ -28,6 +28,8 @@ from pathlib import Path
 from neuronhelpers.core import vocab
 from neuronhelpers.core import settings
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.quiet import quiet_libraries
+from neuronhelpers.models.shelf import shelved
 
 log = logging.getLogger(__name__)
 
@@ -174,9 +176,14 @@ def _resolve_judge_model(model: str, revision: str | None) -> tuple[str, str, st
         # The snapshot folder is named after the commit it holds: the revision, resolved.
         path = snapshot_download(repo_id, revision=revision, allow_patterns=_JUDGE_FILES, local_files_only=not online)
     except Exception as exc:  # huggingface_hub's errors: not cached, not found, gated, network
+        copy = None if online or revision else shelved(repo_id)
+        if copy is not None:  # offline and not in the HF cache: the shelf's real copy judges, named with its weights
+            folder, record = copy
+            return str(folder), f"{repo_id} ({record['weights']})", record["revision"]
         where = "from the Hub" if online else "from the local Hugging Face cache (the Hub is unreachable)"
         raise UserError(f"judge model '{model}' could not be loaded {where} ({exc.__class__.__name__}): "
-                        "give a local folder, or run once with the Hub reachable to cache it") from None
+                        "give a local folder, run once with the Hub reachable to cache it, or install the shelf's "
+                        "copy (neuronhelpers checkpoints --install)") from None
     commit = Path(path).name
     return path, f"{repo_id}@{commit}", commit
 
@@ -203,10 +210,11 @@ class LMJudge:
             raise UserError(f"judge model '{model}' needs its own modeling code (auto_map in config.json); "
                             "a judge never runs remote code: choose a model transformers supports natively")
         try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True,
-                                                                        trust_remote_code=False)
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                folder, local_files_only=True, trust_remote_code=False).eval()
+            with quiet_libraries():  # the judge is ours, not the run's: no loading bars in a sweep's output
+                self.tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True,
+                                                                            trust_remote_code=False)
+                self.model = transformers.AutoModelForCausalLM.from_pretrained(
+                    folder, local_files_only=True, trust_remote_code=False).eval()
         except (OSError, ValueError) as exc:
             raise UserError(f"judge model '{model}' could not be loaded from disk ({exc.__class__.__name__}): "
                             "give a local folder with a causal LM and its tokenizer") from None
@@ -256,7 +264,7 @@ def make_judge(judge_model: str | None = None):
     default = default_judge_model()
     if Path(default).expanduser().is_dir():
         return _lm_judge(default)
-    if hub_reachable():
+    if hub_reachable() or shelved(default) is not None:  # offline, the shelf's real copy of the default judges
         try:
             return _lm_judge(default)
         except UserError as exc:

@@ -19,7 +19,7 @@ edit those, never a rendered copy.
 
 import time  # render: drop
 
-from .scaffold import RecompileLog, compile_cache_counters, compile_options, dynamo_traced, failed, peak_memory_bytes  # render: drop
+from .scaffold import RecompileLog, compile_cache_counters, compile_options, dynamo_figures, dynamo_traced, eager_only, eager_seconds, failed, peak_memory_bytes  # render: drop
 
 
 # ---- the device run: the recipe ----------------------------------------------------------------------------
@@ -35,6 +35,7 @@ def device_run(params, rank=None):
         t0 = time.perf_counter()
         pipe = load(params, device, dtype)
         timings["load_s"] = time.perf_counter() - t0
+        eager = eager_draw(pipe, params, rank is not None)  # before compiling: the pipeline as loaded
 
         stage = "compile"  # the first call traces and compiles the denoiser and the decoder
         clock = StepClock(device)
@@ -70,11 +71,37 @@ def device_run(params, rank=None):
             "compile_cache": compile_cache_counters(params["compile_backend"]),
             "retraced": dynamo_traced(),
             "recompile_reasons": recompiles.reasons[-3:],
+            "dynamo": dynamo_figures(recompiles, params["compile_backend"]),
+            "eager": eager,
             "torch": torch.__version__,
             "diffusers": diffusers.__version__,
         }
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a classified result
-        return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:])
+        return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:],
+                      dynamo=dynamo_figures(recompiles, params["compile_backend"], exc))
+
+
+def pipeline_parameters(pipe):
+    import torch
+
+    return sum(p.numel() for m in pipe.components.values() if isinstance(m, torch.nn.Module) for p in m.parameters())
+
+
+def eager_draw(pipe, params, sharded):
+    """One image drawn eagerly on the device (the same seed and steps): seconds per image with nothing compiled, for
+    the speed-up. One draw, not two: a pipeline call is the longest eager run of the three recipes."""
+    out = eager_seconds(params, sharded, pipeline_parameters(pipe), lambda: draw(pipe, params))
+    if "seconds" in out:
+        out["eager_image_s"] = out.pop("seconds")
+    return out
+
+
+def eager_run(params):
+    """`run.py --eager`: one image drawn on the device with nothing compiled, after a compiled run failed."""
+    import torch
+
+    return eager_only(lambda: load(params, params["device"], getattr(torch, params["dtype"])),
+                      lambda pipe: draw(pipe, params))
 
 
 def compile_pipeline(pipe, backend, clock):

@@ -24,12 +24,15 @@ PARAMS = {}
 # ---- main --------------------------------------------------------------------------------------------------
 def main(argv):
     """`python3 run.py` runs on the device (launching one process per core when sharded);
-    `python3 run.py --reference` runs the CPU eager reference. Prints one JSON line."""
+    `python3 run.py --reference` runs the CPU eager reference; `python3 run.py --eager` runs the model eagerly on
+    the device, nothing compiled (after a compiled failure: can the device run it at all?). Prints one JSON line."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if PARAMS["device"] == "neuron" and "--reference" not in argv:
         pin_neuron_contract()
     if "--reference" in argv:
         result = reference_run(PARAMS)
+    elif "--eager" in argv:
+        result = eager_run(PARAMS)
     elif PARAMS["cores"] > 1:
         result = sharded_run(PARAMS)
     else:
@@ -253,6 +256,74 @@ def dynamo_traced():
         return int(counters["stats"]["unique_graphs"]) > 0
     except Exception:
         return None
+
+
+def dynamo_figures(recompiles, compile_backend, exc=None):
+    """What the compiler saw, from torch's own counters: graph breaks (0 under fullgraph, where a break is an error:
+    then 1), unique graphs compiled, recompilations; on neuron, the ops torch-neuronx ran on the CPU instead."""
+    figures = {}
+    try:
+        import torch
+        from torch._dynamo.utils import counters
+
+        breaks = sum(int(n) for n in counters["graph_break"].values())
+        if exc is not None and isinstance(exc, getattr(torch._dynamo.exc, "Unsupported", ())):
+            breaks = max(breaks, 1)  # fullgraph=True raises at the first break instead of counting it
+        figures = {"graph_breaks": breaks, "unique_graphs": int(counters["stats"]["unique_graphs"]),
+                   "recompiles": len(recompiles.reasons)}
+    except Exception:  # a torch without these counters: the row leaves them empty
+        return figures
+    if compile_backend == "neuron":
+        try:
+            import torch_neuronx
+
+            figures["fallback_ops"] = sorted(str(op) for op in torch_neuronx.get_fallback_ops())
+        except Exception:  # a release without get_fallback_ops: not recorded rather than guessed
+            pass
+    return figures
+
+
+def eager_not_tried(params, sharded, parameters):
+    """Why the eager run beside the compiled one is skipped (its bounds, stated in the card), or None."""
+    if sharded:
+        return f"sharded over {params['cores']} ranks: an eager pass would hold every rank's cores as long again"
+    if params["eager_max_parameters"] <= 0:
+        return "eager runs were turned off for this run"
+    if parameters > params["eager_max_parameters"]:
+        return (f"{parameters / 1e9:.1f}B parameters, above the {params['eager_max_parameters'] / 1e9:g}B bound for "
+                "an eager run on the device")
+    return None
+
+
+def eager_seconds(params, sharded, parameters, call, warm_up=False):
+    """Time ``call()`` run eagerly on the device (once more first with ``warm_up``), within the eager bounds:
+    {"device_eager": "ran", "seconds": s}, or the reason it failed or was not tried (evidence, not the verdict)."""
+    why = eager_not_tried(params, sharded, parameters)
+    if why:
+        return {"device_eager": f"not tried: {why}"}
+    try:
+        if warm_up:
+            call()
+        t0 = time.perf_counter()
+        call()
+        return {"device_eager": "ran", "seconds": time.perf_counter() - t0}
+    except Exception as exc:  # noqa: BLE001 - the compiled run is the verdict; this is what it is measured against
+        reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+        return {"device_eager": f"failed: {type(exc).__name__}: {reason}"}
+
+
+def eager_only(load_model, run_once):
+    """`run.py --eager` for a recipe: load on the device, then one call with nothing compiled; ok, or the failure
+    at its stage (load or run)."""
+    try:
+        model = load_model()
+    except BaseException as exc:  # noqa: BLE001
+        return failed(exc, "load", {})
+    try:
+        run_once(model)
+        return {"ok": True, "mode": "eager", "timings": {}}
+    except BaseException as exc:  # noqa: BLE001
+        return failed(exc, "run", {})
 
 
 class RecompileLog:

@@ -16,7 +16,7 @@ edit those, never a rendered copy.
 
 import time  # render: drop
 
-from .scaffold import RecompileLog, compile_cache_counters, compile_options, dynamo_traced, failed, peak_memory_bytes  # render: drop
+from .scaffold import RecompileLog, compile_cache_counters, compile_options, dynamo_figures, dynamo_traced, eager_only, eager_seconds, failed, peak_memory_bytes  # render: drop
 
 
 # ---- the device run: the recipe ----------------------------------------------------------------------------
@@ -32,6 +32,7 @@ def device_run(params, rank=None):
         t0 = time.perf_counter()
         model = load(params, device, dtype)
         timings["load_s"] = time.perf_counter() - t0
+        eager = eager_encode(model, params, rank is not None)  # before compiling: the module as loaded
 
         stage = "compile"  # the first encode traces and compiles the transformer's forward
         module = transformer_module(model)
@@ -62,11 +63,32 @@ def device_run(params, rank=None):
             "compile_cache": compile_cache_counters(params["compile_backend"]),
             "retraced": dynamo_traced(),
             "recompile_reasons": recompiles.reasons[-3:],
+            "dynamo": dynamo_figures(recompiles, params["compile_backend"]),
+            "eager": eager,
             "torch": torch.__version__,
             "sentence_transformers": sentence_transformers.__version__,
         }
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a classified result
-        return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:])
+        return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:],
+                      dynamo=dynamo_figures(recompiles, params["compile_backend"], exc))
+
+
+def eager_encode(model, params, sharded):
+    """The batch encoded eagerly on the device, twice (the second timed, as the compiled one is): sentences per
+    second with nothing compiled, for the speed-up. Bounded like every eager run (eager_not_tried)."""
+    out = eager_seconds(params, sharded, sum(p.numel() for p in model.parameters()), lambda: encode(model, params),
+                        warm_up=True)
+    if "seconds" in out:
+        out["eager_items_per_s"] = len(params["prompt"]) / out.pop("seconds")
+    return out
+
+
+def eager_run(params):
+    """`run.py --eager`: the batch encoded on the device with nothing compiled, after a compiled run failed."""
+    import torch
+
+    return eager_only(lambda: load(params, params["device"], getattr(torch, params["dtype"])),
+                      lambda model: encode(model, params))
 
 
 def encode(model, params):

@@ -20,7 +20,7 @@ edit those, never a rendered copy.
 
 import time  # render: drop
 
-from .scaffold import RecompileLog, compile_cache_counters, compile_options, dynamo_traced, failed, peak_memory_bytes  # render: drop
+from .scaffold import RecompileLog, compile_cache_counters, compile_options, dynamo_figures, dynamo_traced, eager_not_tried, failed, peak_memory_bytes  # render: drop
 
 
 # ---- the device run: the recipe ----------------------------------------------------------------------------
@@ -62,6 +62,7 @@ def device_run(params, rank=None):
         timings.update(clock.figures())
         prompt_len = inputs["input_ids"].shape[1]
         tokens = generated_tokens(model, out, prompt_len)
+        figures = dynamo_figures(recompiles, params["compile_backend"])  # before the eager run adds nothing to them
         return {
             "ok": True,
             "mode": "device",
@@ -74,11 +75,60 @@ def device_run(params, rank=None):
             "compile_cache": compile_cache_counters(params["compile_backend"]),
             "retraced": dynamo_traced(),
             "recompile_reasons": recompiles.reasons[-3:],
+            "dynamo": figures,
+            "declared_fullgraph": getattr(type(model), "_can_compile_fullgraph", None),
+            "eager": eager_comparison(model, inputs, kwargs, params, rank is not None, tokens),
             "torch": torch.__version__,
             "transformers": transformers.__version__,
         }
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a classified result
-        return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:])
+        return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:],
+                      dynamo=dynamo_figures(recompiles, params["compile_backend"], exc))
+
+
+def eager_comparison(model, inputs, kwargs, params, sharded, compiled_tokens):
+    """The same generate() with the same static cache, eagerly (nothing compiled), in this process right after the
+    warm compiled call and timed the same way: a speed-up measured back to back, not across machines or minutes.
+    Bounded: never for a sharded run, nor above params["eager_max_parameters"] (the reason goes in the row)."""
+    import torch
+
+    why = eager_not_tried(params, sharded, sum(p.numel() for p in model.parameters()))
+    if why:
+        return {"device_eager": f"not tried: {why}"}
+    clock = TokenClock()
+    try:
+        with torch.inference_mode():
+            out = model.generate(**inputs, **kwargs, disable_compile=True, streamer=clock)
+    except Exception as exc:  # noqa: BLE001 - the compiled run passed; the eager one is evidence, not the verdict
+        return {"device_eager": f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
+    seconds = time.perf_counter() - clock.start
+    tokens = generated_tokens(model, out, inputs["input_ids"].shape[1])
+    return {"device_eager": "ran", "eager_generate_s": seconds,
+            "eager_decode_tokens_per_s": clock.figures().get("decode_tokens_per_s"),
+            "eager_equals_compiled": tokens == compiled_tokens}
+
+
+def eager_run(params):
+    """`run.py --eager`: the model on the device with nothing compiled (the same static cache and tokens), after a
+    compiled run failed: does the device run it at all, or only the compiler not?"""
+    import torch
+
+    device, dtype = params["device"], getattr(torch, params["dtype"])
+    stage, timings = "load", {}
+    try:
+        model, tokenizer, inputs = load(params, device, dtype)
+        kwargs = compiled_generation_kwargs(params, device, tokenizer, params["max_new_tokens"])
+        stage = "run"
+        clock = TokenClock()
+        with torch.inference_mode():
+            out = model.generate(**inputs, **kwargs, disable_compile=True, streamer=clock)
+        timings["generate_s"] = time.perf_counter() - clock.start
+        timings.update(clock.figures())
+        tokens = generated_tokens(model, out, inputs["input_ids"].shape[1])
+        return {"ok": True, "mode": "eager", "tokens": tokens, "text": tokenizer.decode(tokens, skip_special_tokens=True),
+                "timings": timings}
+    except BaseException as exc:  # noqa: BLE001
+        return failed(exc, stage, timings)
 
 
 def compiled_generation_kwargs(params, device, tokenizer, n):

@@ -57,9 +57,17 @@ def _run_facts(get, cores) -> dict:
         value = _number(get(column))
         return None if value is None else f"{value:.{decimals}f} s"
 
-    decode = _number(get("decode_tokens_per_s"))
+    decode, eager = _number(get("decode_tokens_per_s")), _number(get("eager_decode_tokens_per_s"))
+    speed = _number(get("speedup"))
     run = {
+        "weights": get("weights"), "revision": get("revision"),
         "verification": get("verification"), "judge": get("judge"),
+        "evidence": get("evidence"), "eager on the device": get("device_eager"),
+        "eager decode": None if eager is None else f"{eager:.1f} tokens/s",
+        "speed-up (compiled / eager)": None if speed is None else f"{speed:.2f}x",
+        "graph breaks": _number(get("graph_breaks")), "graphs compiled": _number(get("unique_graphs")),
+        "recompiles": _number(get("recompiles")), "CPU fallback ops": ", ".join(map(str, list(get("fallback_ops") if get("fallback_ops") is not None else []))) or None,
+        "declares fullgraph": get("declared_fullgraph"),
         "cores": None if cores is None else f"{int(cores)} ({get('parallelism') or vocab.NO_PARALLELISM})",
         "wall time": seconds("wall_s"), "load": seconds("load_s"), "compile": seconds("compile_s"),
         "warm generate (32 tokens)": seconds("generate_s", 2), "time to first token": seconds("ttft_s", 3),
@@ -160,7 +168,11 @@ def _heading_html(detail: dict) -> list[str]:
     verification = as_text(row.get("verification"))
     verification = f" ({html.escape(verification)})" if verification else ""
     parts = [f"<h3>{html.escape(detail['model_id'])} — <span class=\"{result_class(label)}\">{html.escape(label)}"
-             f"</span>{verification}</h3>", _reproduce_html(detail["reproduce"])]
+             f"</span>{verification}</h3>"]
+    weights = as_text(row.get("weights"))
+    if weights:
+        parts.append(f"<p><b>Weights:</b> {html.escape(weights)}</p>")
+    parts.append(_reproduce_html(detail["reproduce"]))
     if detail["cause"]:
         parts.append(f"<p><b>Cause:</b> <code>{html.escape(detail['cause'])}</code></p>")
     if detail["error"]:

@@ -26,13 +26,15 @@ MEASURES = [
     ("compile (s)", "compile_s", 1, 1),
     ("generate (s)", "generate_s", 1, 2),
     ("decode (tok/s)", "decode_tokens_per_s", 1, 1),
+    ("speed-up (x)", "speedup", 1, 2),
     ("peak memory (GiB)", "peak_memory_bytes", 2**30, 2),
 ]
 DECIMALS = {column: decimals for column, _, _, decimals in MEASURES if decimals}
 THOUSANDS = ("downloads",)
-TABLE_COLUMNS = ["model", "task", "architecture", "result", *[m[0] for m in MEASURES], "failed at", "note"]
+TABLE_COLUMNS = ["model", "task", "architecture", "result", "evidence", *[m[0] for m in MEASURES], "failed at", "note"]
 # The row columns a view table reads.
-VIEW_COLUMNS = ["model_id", "task", "model_type", "twin_of", "result", "stage", "error", "cause", *[m[1] for m in MEASURES]]
+VIEW_COLUMNS = ["model_id", "task", "model_type", "twin_of", "result", "stage", "error", "cause", "weights", "evidence",
+                *[m[1] for m in MEASURES]]
 RESULT_ORDER = {PASS: 0, FAIL: 1, vocab.UNTESTED: 2, NO_ROW: 3, EXCLUDED: 4}
 
 
@@ -181,13 +183,16 @@ def _table_from(ids: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     table = {"model": merged["model_id"],
              "task": merged["task"].astype(object).fillna(merged["task_row"].astype(object)).fillna(""),
              "architecture": merged["architecture"].astype(object).fillna(merged["model_type"].astype(object)).fillna(""),
-             "result": result}
+             "result": result, "evidence": merged["evidence"].astype(object).where(ran, "").fillna("")}
     for column, source, scale, decimals in MEASURES:
         values = pd.to_numeric(merged[source], errors="coerce").where(ran)
         table[column] = values.astype("Int64") if scale is None else (values / scale).round(decimals)
     table["failed at"] = merged["stage"].where(kind.eq(FAIL), "").fillna("")
     table["cause"] = merged["cause"].fillna("")
     table["note"] = _notes(merged, kind)
+    # A real copy from the shelf stands for the Hub model: its row is the model's result, its weights said beside it.
+    shelf = merged["weights"].fillna("").astype(str).str.startswith(f"{vocab.WEIGHTS_SHELF}:")
+    table["note"] = [_join(w, n) if s else n for w, n, s in zip(merged["weights"].fillna(""), table["note"], shelf)]
     return pd.DataFrame(table)
 
 
@@ -271,6 +276,13 @@ def view_table(view: str, df: pd.DataFrame, rankings: pd.DataFrame | None = None
     if task:
         table = table[table["task"].eq(task)]
     return filter_by_name(table[columns], name)
+
+
+def filter_by_evidence(table: pd.DataFrame, level: str) -> pd.DataFrame:
+    """The rows whose verdict stands on this level of evidence (vocab.EVIDENCE); all rows for ''."""
+    if level:
+        table = table[table["evidence"] == level]
+    return table.reset_index(drop=True)
 
 
 def filter_by_name(table: pd.DataFrame, name: str) -> pd.DataFrame:

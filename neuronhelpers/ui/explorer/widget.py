@@ -11,10 +11,11 @@ import re
 
 import pandas as pd
 
+from neuronhelpers.core import vocab
 from neuronhelpers.core.vocab import LIBRARY_FOR_TASK
 from neuronhelpers.ui.explorer.detail import model_detail, render_detail_html
 from neuronhelpers.ui.explorer.frames import (DEFAULT_LIBRARY, MEASURES, RANKED_VIEWS, TASKS, VIEW_COLUMNS, VIEWS,
-                                              filter_by_name, newest_pair, normalise_results, rows_for_versions,
+                                              filter_by_evidence, filter_by_name, newest_pair, normalise_results, rows_for_versions,
                                               sort_table, versions_available, view_table)
 from neuronhelpers.ui.explorer.markup import (STYLE, WIDGET_STYLE, cell_html, dataset_notices,
                                               render_notices_html)
@@ -78,6 +79,8 @@ class Explorer:
         self.view = w.ToggleButtons(options=list(VIEWS), value="Selected", description="View")
         self.name = w.Text(placeholder="filter by name", description="Model")
         self.task = w.Dropdown(options=self._task_options("Selected"), value="", description="Task")
+        self.evidence = w.Dropdown(options=[("any", "")] + [(level, level) for level in vocab.EVIDENCE], value="",
+                                   description="Evidence")
         self.compiler = w.Dropdown(options=[(f"{compiler_of.get(v) or ''} {v}".strip(), v) for v in compilers],
                                    value=pair[0] if pair else (compilers[0] if compilers else None),
                                    description="Compiler", style=wide)
@@ -112,7 +115,7 @@ class Explorer:
         self.next_page.on_click(lambda _b: self._turn(1))
         self.view.observe(self._on_view, names="value")
         self.task.observe(self._on_task, names="value")
-        for control in (self.name, self.compiler, self.library):
+        for control in (self.name, self.evidence, self.compiler, self.library):
             control.observe(self._refresh, names="value")
         self.model.observe(self._show_detail, names="value")
 
@@ -121,7 +124,7 @@ class Explorer:
         widget = w.VBox([
             w.HTML(value=STYLE + WIDGET_STYLE),
             w.HBox([self.view]),
-            w.HBox([self.name, self.task]),
+            w.HBox([self.name, self.task, self.evidence]),
             w.HBox([self.compiler, self.library]),
             self.notice_html,
             self.summary_html,
@@ -213,7 +216,7 @@ class Explorer:
             self._tables[key] = view_table(self.view.value, self.df, self.rankings, task=self.task.value or None,
                                            compiler_version=self.compiler.value, library_version=self.library.value,
                                            library=self._library_for_task(), rows=self._rows())
-        return filter_by_name(self._tables[key], self.name.value)
+        return filter_by_evidence(filter_by_name(self._tables[key], self.name.value), self.evidence.value)
 
     def _refresh(self, _change=None):
         if self._quiet:

@@ -1,0 +1,60 @@
+"""What a verdict stands on: the level of evidence of a row, and the eager run on the device beside it.
+
+A PASS is as strong as its check (``exact`` > ``near_tie`` > ``within_tolerance`` > ``judged``); a FAIL says whether
+the device ran the model eagerly (the compiler is the obstacle), failed eagerly too, or was not tried. The words are
+``vocab.EVIDENCE`` and ``vocab.DEVICE_EAGER``; the card explains both. ``speedup`` is compiled over eager, measured
+back to back in one run.py process (never across runs: on a busy machine rates swing tenfold minutes apart).
+"""
+
+from __future__ import annotations
+
+from neuronhelpers.core import vocab
+
+_PASS_LEVEL = {vocab.EXACT: vocab.EVIDENCE_EXACT, vocab.NEAR_TIE: vocab.EVIDENCE_NEAR_TIE,
+               vocab.WITHIN_TOLERANCE: vocab.EVIDENCE_WITHIN_TOLERANCE, vocab.JUDGE_LM: vocab.EVIDENCE_JUDGED,
+               vocab.JUDGE_LEXICAL: vocab.EVIDENCE_JUDGED}
+
+
+def eager_word(device_eager) -> str | None:
+    """``ran``, ``failed`` or ``not tried``: the word before a ``device_eager`` value's reason."""
+    if not isinstance(device_eager, str) or not device_eager:
+        return None
+    return device_eager.split(":", 1)[0].strip()
+
+
+def evidence_level(row: dict) -> str | None:
+    """The row's level of evidence (None for EXCLUDED and UNTESTED rows: no verdict, no evidence)."""
+    if row.get("result") == vocab.PASS:
+        return _PASS_LEVEL.get(row.get("verification"))
+    if row.get("result") == vocab.FAIL:
+        word = eager_word(row.get("device_eager"))
+        return {vocab.DEVICE_EAGER_RAN: vocab.EVIDENCE_EAGER_RAN,
+                vocab.DEVICE_EAGER_FAILED: vocab.EVIDENCE_EAGER_FAILED}.get(word, vocab.EVIDENCE_EAGER_UNKNOWN)
+    return None
+
+
+def speedup(row: dict) -> float | None:
+    """Compiled over eager from one run's figures: decode rate (text), sentences per second (embeddings), image time
+    (images); None without both figures."""
+    def number(name):
+        value = row.get(name)
+        return float(value) if isinstance(value, (int, float)) and value == value and value > 0 else None
+
+    pairs = ((number("decode_tokens_per_s"), number("eager_decode_tokens_per_s")),
+             (number("items_per_s") if row.get("task") == vocab.FEATURE_EXTRACTION else None, number("eager_items_per_s")),
+             (number("eager_image_s"), number("image_s")))
+    for fast, slow in pairs:
+        if fast and slow:
+            return round(fast / slow, 3)
+    return None
+
+
+def eager_columns(payload: dict) -> dict:
+    """The row's eager and dynamo columns from a device run's JSON (what run.py measured, nothing derived but the
+    ratio)."""
+    eager, dynamo = payload.get("eager") or {}, payload.get("dynamo") or {}
+    columns = {key: eager.get(key) for key in ("device_eager", "eager_decode_tokens_per_s", "eager_items_per_s",
+                                                "eager_image_s", "eager_equals_compiled")}
+    columns.update({key: dynamo.get(key) for key in ("graph_breaks", "unique_graphs", "recompiles", "fallback_ops")})
+    columns["declared_fullgraph"] = payload.get("declared_fullgraph")
+    return columns
