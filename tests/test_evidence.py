@@ -23,12 +23,21 @@ def test_a_pass_stands_on_its_check(verification, level):
 
 
 @pytest.mark.parametrize("device_eager, level", [
-    ("ran", "compiled_failed_eager_ran"), ("ran: the CPU eager reference", "compiled_failed_eager_ran"),
+    ("ran", "compiled_failed_eager_ran"),
     ("failed: load: OSError: x", "eager_failed_too"), ("not tried: sharded over 4 ranks", "eager_not_tried"),
     (None, "eager_not_tried")])
 def test_a_fail_says_whether_the_device_ran_the_model_eagerly(device_eager, level):
     assert evidence_level({"result": "FAIL", "stage": "compile", "device_eager": device_eager}) == level
     assert level in vocab.EVIDENCE
+
+
+def test_a_mismatch_the_eager_run_repeats_is_not_blamed_on_the_compiler():
+    """The eager generate on the device wrote the compiled run's tokens: the difference from the CPU reference is
+    the device's (or its static cache's); a failed reference says nothing about the device."""
+    row = {"result": "FAIL", "stage": "mismatch", "device_eager": "ran"}
+    assert evidence_level({**row, "eager_equals_compiled": True}) == "eager_wrote_the_same"
+    assert evidence_level({**row, "eager_equals_compiled": False}) == "compiled_failed_eager_ran"
+    assert evidence_level({"result": "FAIL", "stage": "reference", "device_eager": "ran"}) == "eager_not_tried"
 
 
 def test_no_verdict_no_evidence_and_every_level_is_explained():
@@ -50,8 +59,21 @@ def test_eager_bounds_skip_sharded_runs_and_models_above_the_parameter_bound():
 
     params = {"cores": 4, "eager_max_parameters": 3_000_000_000}
     assert eager_not_tried(params, True, 10).startswith("sharded over 4 ranks")
-    assert "8.0B parameters, above the 3B bound" in eager_not_tried({**params, "cores": 1}, False, 8_000_000_000)
+    assert "8B parameters, above the 3B bound" in eager_not_tried({**params, "cores": 1}, False, 8_000_000_000)
+    assert "2M parameters, above the 1M bound" in eager_not_tried({"cores": 1, "eager_max_parameters": 10**6}, False,
+                                                                  2_000_000)
     assert eager_not_tried({**params, "cores": 1}, False, 135_000_000) is None
+    assert "turned off" in eager_not_tried({"cores": 1, "eager_max_parameters": 0}, False, 10)
+
+
+def test_a_bad_eager_bound_is_a_one_line_error(monkeypatch):
+    from neuronhelpers.core import settings
+    from neuronhelpers.core.errors import UserError
+
+    for raw in ("many", "inf"):
+        monkeypatch.setenv(settings.EAGER_MAX_ENV, raw)
+        with pytest.raises(UserError, match="NEURONHELPERS_EAGER_MAX_PARAMETERS"):
+            settings.eager_max_parameters()
 
 
 def test_the_recipes_device_eager_words_are_the_vocabularys():
@@ -123,7 +145,7 @@ def test_the_explorer_shows_and_filters_by_evidence():
     df = pd.DataFrame([result_row("Qwen/Qwen3-0.6B", model_type="qwen3", evidence="exact", speedup=1.31,
                                   device_eager="ran", eager_decode_tokens_per_s=20.0, graph_breaks=0, unique_graphs=1),
                        result_row("google/gemma-2-2b-it", "FAIL", model_type="gemma2",
-                                  evidence="compiled_failed_eager_ran", device_eager="ran: the CPU eager reference")])
+                                  evidence="compiled_failed_eager_ran", device_eager="ran")])
     table = view_table("Selected", df)
     shown = filter_by_evidence(table, "compiled_failed_eager_ran")
     assert list(shown.model) == ["google/gemma-2-2b-it"] and len(filter_by_evidence(table, "")) == len(table)
@@ -148,13 +170,14 @@ def test_a_compiled_pass_carries_its_eager_rate_speedup_and_graph_figures(tmp_pa
 
 
 def test_a_compile_failure_says_the_device_ran_the_model_eagerly(tmp_path):
-    """tiny/gemma2 fails at compile (the sliding-window recompile limit); on CPU the eager reference is the device's
-    eager run, so the row says the compiler is the obstacle, with dynamo's recompile count."""
+    """tiny/gemma2 fails at compile (the sliding-window recompile limit); run.py --eager then runs it on the device
+    with the same static cache, so the row says the compiler is the obstacle, with dynamo's recompile count."""
     from neuronhelpers.run.harness import run_model
 
     row = run_model("tiny/gemma2", workdir=tmp_path / "run")
     assert (row["result"], row["stage"]) == ("FAIL", "compile"), row.get("error")
-    assert row["device_eager"] == "ran: the CPU eager reference" and row["evidence"] == "compiled_failed_eager_ran"
+    assert row["device_eager"] == "ran" and row["evidence"] == "compiled_failed_eager_ran"
+    assert (tmp_path / "run" / "eager.stdout.txt").is_file()  # a fresh run.py --eager, with the static cache
     assert row["recompiles"] >= 8 and row["declared_fullgraph"] is True  # declared True, measured not
 
 

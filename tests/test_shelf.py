@@ -171,7 +171,8 @@ def test_twin_agreement_pairs_each_real_checkpoint_with_its_twin_in_the_same_pai
     assert got == {(SMOLLM2, "2.13.0"): ("tiny/llama", True), (GEMMA, "2.13.0"): ("tiny/gemma3_text", False),
                    (SMOLLM2, "2.14.1"): ("tiny/llama", False)}
     line = agreement_line(frame)
-    assert line.startswith("twins agree with 1 of 3 real checkpoints; they differ on ")
+    assert line.startswith("twins agree with 1 of 3 real-checkpoint rows (one per checkpoint and pair, 2 pairs); "
+                           "they differ on ")
     assert f"{GEMMA} FAIL at compile but tiny/gemma3_text FAIL at mismatch" in line
     assert agreement_line(twin_agreement(dataset.load_results(tmp_path).iloc[:1])).startswith(
         "twins agree with 0 of 0")

@@ -137,5 +137,5 @@ def eager_max_parameters() -> int:
     raw = os.environ.get(EAGER_MAX_ENV)
     try:
         return int(float(raw)) if raw else EAGER_MAX_PARAMETERS
-    except ValueError:
+    except (ValueError, OverflowError):
         raise UserError(f"{EAGER_MAX_ENV}={raw!r}: give a number of parameters (0 turns the eager runs off)") from None

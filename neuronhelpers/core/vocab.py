@@ -101,7 +101,7 @@ DEVICE_EAGER_NOT_TRIED = "not tried"
 DEVICE_EAGER = {
     DEVICE_EAGER_RAN: "The model ran eagerly on the device the compiled run used: beside a PASS, the run the speed-up "
     "is measured against (same process, same inputs and cache, back to back); beside a FAIL, proof that the device "
-    "can run the model and the compiler is the obstacle. On CPU the CPU eager reference is that run.",
+    "can run the model and the compiler is the obstacle. After a failure it is a fresh `run.py --eager` with the recipe's static cache (on CPU too: the CPU reference uses a dynamic cache).",
     DEVICE_EAGER_FAILED: "The model failed eagerly on the device too (the reason follows): not only the compiler.",
     DEVICE_EAGER_NOT_TRIED: "No eager run (the reason follows): sharded runs, models above the parameter bound, and "
     "runs that timed out are not given one.",
@@ -113,6 +113,7 @@ EVIDENCE_NEAR_TIE = NEAR_TIE
 EVIDENCE_WITHIN_TOLERANCE = WITHIN_TOLERANCE
 EVIDENCE_JUDGED = "judged"
 EVIDENCE_EAGER_RAN = "compiled_failed_eager_ran"
+EVIDENCE_EAGER_SAME_TOKENS = "eager_wrote_the_same"
 EVIDENCE_EAGER_FAILED = "eager_failed_too"
 EVIDENCE_EAGER_UNKNOWN = "eager_not_tried"
 EVIDENCE = {
@@ -122,6 +123,9 @@ EVIDENCE = {
     EVIDENCE_JUDGED: "PASS: no affordable CPU reference; a judge read the text (the row's `judge`).",
     EVIDENCE_EAGER_RAN: "FAIL under the compiler, but the model ran eagerly on the same device: the compiler (or the "
     "model's compile support) is what to fix, not the device.",
+    EVIDENCE_EAGER_SAME_TOKENS: "FAIL at mismatch, but the same generate() run eagerly on the device wrote the same "
+    "tokens as the compiled one: the device's eager run (or its static cache) differs from the CPU reference, not "
+    "the compiler.",
     EVIDENCE_EAGER_FAILED: "FAIL, and the model failed eagerly on the device too.",
     EVIDENCE_EAGER_UNKNOWN: "FAIL; whether the device runs it eagerly was not tried (`device_eager` says why).",
 }

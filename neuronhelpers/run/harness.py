@@ -25,7 +25,7 @@ from neuronhelpers.models.resolve import TWIN_WEIGHTS, ModelRef, resolve_model
 from neuronhelpers.core.network import offline_env
 from neuronhelpers.run.plan import Plan, host_reference_budget, plan_model
 from neuronhelpers.core.topology import neuron_topology
-from neuronhelpers.run.recipes.scaffold import parse_visible_cores
+from neuronhelpers.run.recipes.scaffold import eager_not_tried, parse_visible_cores
 from neuronhelpers.run.reference import cached_reference, reference_key, store_reference
 from neuronhelpers.run.process import ProcessOutcome, execute
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S, REFERENCE_TIMEOUT_S
@@ -182,29 +182,24 @@ def _verified_row(planned: PlannedRun, run: _RunFolder, checks: _Checks) -> dict
 
 
 def _device_eager_after_failure(planned: PlannedRun, run: _RunFolder, row: dict, checks: _Checks) -> str:
-    """After a compiled failure: does the device run the model eagerly? On CPU the CPU eager reference is that run
-    (from the reference cache, else run now); elsewhere a fresh process runs ``run.py --eager`` on the device."""
-    if planned.plan.cores > 1:
-        return f"{vocab.DEVICE_EAGER_NOT_TRIED}: sharded over {planned.plan.cores} ranks (no eager run of sharded models)"
+    """After a compiled failure: does the device run the model eagerly, with the recipe's own static cache? A fresh
+    process runs ``run.py --eager`` on the device (on CPU too: the CPU reference uses a dynamic cache, so it would not
+    show that the static-cache path runs). A recipe that measured its eager run before compiling already says."""
+    if row.get("device_eager"):
+        return row["device_eager"]
     if row.get("stage") == vocab.STAGE_TIMEOUT:
         return f"{vocab.DEVICE_EAGER_NOT_TRIED}: the compiled run timed out; an eager one is not given the time again"
-    bound = planned.params["eager_max_parameters"]
-    if bound <= 0:
-        return f"{vocab.DEVICE_EAGER_NOT_TRIED}: eager runs were turned off for this run"
-    if (planned.plan.parameters or 0) > bound:
-        return (f"{vocab.DEVICE_EAGER_NOT_TRIED}: {(planned.plan.parameters or 0) / 1e9:.1f}B parameters, above the "
-                f"{bound / 1e9:g}B bound for an eager run on the device")
-    if planned.backend.name == "cpu":
-        reference = _reference_payload(planned, run, checks.reference_model, checks.dtype, checks.cpus)
-        if reference.failure is None:
-            return f"{vocab.DEVICE_EAGER_RAN}: the CPU eager reference"
-        return f"{vocab.DEVICE_EAGER_FAILED}: {reference.failure['error']}"[:500]
+    why = eager_not_tried(planned.params, planned.plan.cores > 1, planned.plan.parameters or 0)
+    if why:
+        return f"{vocab.DEVICE_EAGER_NOT_TRIED}: {why}"
     eager = execute(str(run.script), ["--eager"], timeout=checks.timeout, env=run.env, cwd=str(run.folder),
                     memory_limit_bytes=checks.memory_limit_bytes, cpus=checks.cpus, fork=run.fork)
     _save_logs(run.folder, "eager", eager)
     if eager.payload and eager.payload.get("ok"):
         return vocab.DEVICE_EAGER_RAN
     outcome = classify_failure(eager, checks.timeout)
+    if outcome["result"] != FAIL or outcome["stage"] == vocab.STAGE_TIMEOUT:  # not the model's answer: say so
+        return f"{vocab.DEVICE_EAGER_NOT_TRIED}: the eager run could not finish here ({outcome['stage']})"
     return f"{vocab.DEVICE_EAGER_FAILED}: {outcome['stage']}: {outcome['error']}"[:500]
 
 

@@ -62,7 +62,7 @@ def _latest_per_weights(df: pd.DataFrame) -> pd.DataFrame:
 
 def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float = 0.25,
                  memory_threshold: float = 0.10) -> pd.DataFrame:
-    """One row per model (and kind of weights: hub, shelf, twin, folder) that changed, with the kind of change;
+    """One row per model (and kind of weights, the ``weights`` column: hub, shelf, twin, folder) that changed, with the kind of change;
     thresholds are relative (0.25 = 25%)."""
     a, b = _latest_per_weights(old), _latest_per_weights(new)
     out = []
@@ -108,14 +108,25 @@ def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float 
                     out.append({**base, "change": up if ratio > 0 else down, "column": column,
                                 "old_value": float(before), "new_value": float(after), "relative": round(ratio, 3)})
     columns = ["model_id", "weights", "change", "old_result", "new_result", "new_stage", "old_cause", "new_cause", "new_error",
-               "column", "old_value", "new_value", "relative"]
+               "column", "old_value", "new_value", "relative", "old_evidence", "new_evidence"]
     frame = pd.DataFrame(out, columns=columns)
     frame["change"] = pd.Categorical(frame["change"], categories=CHANGE_ORDER, ordered=True)
     return frame.sort_values(["change", "model_id"]).reset_index(drop=True)
 
 
 def _present(value) -> bool:
-    return value is not None and not (isinstance(value, float) and value != value)
+    """A scalar cell that holds a value (None, NaN and pd.NA do not)."""
+    try:
+        return not bool(pd.isna(value))
+    except (TypeError, ValueError):  # a list or array cell
+        return True
+
+
+def _ops(value) -> set | None:
+    """A fallback_ops cell as a set (None when the run recorded none)."""
+    if value is None or (not hasattr(value, "__iter__")) or isinstance(value, str):
+        return None
+    return {str(op) for op in value}
 
 
 def _evidence_changes(base: dict, ra, rb) -> list[dict]:
@@ -126,15 +137,15 @@ def _evidence_changes(base: dict, ra, rb) -> list[dict]:
     old_level, new_level = ra.get("evidence"), rb.get("evidence")
     if ra["result"] == rb["result"] == PASS and old_level in order and new_level in order \
             and order.index(new_level) > order.index(old_level):
-        out.append({**base, "change": "lower evidence", "column": "evidence", "old_cause": old_level,
-                    "new_cause": new_level})
+        out.append({**base, "change": "lower evidence", "column": "evidence", "old_evidence": old_level,
+                    "new_evidence": new_level})
     before, after = ra.get("graph_breaks"), rb.get("graph_breaks")
     if _present(before) and _present(after) and after > before:
         out.append({**base, "change": "new graph break", "column": "graph_breaks", "old_value": float(before),
                     "new_value": float(after)})
-    old_ops, new_ops = ra.get("fallback_ops"), rb.get("fallback_ops")
-    if old_ops is not None and new_ops is not None and not isinstance(old_ops, float) and not isinstance(new_ops, float):
-        added = sorted(set(new_ops) - set(old_ops))
+    old_ops, new_ops = _ops(ra.get("fallback_ops")), _ops(rb.get("fallback_ops"))
+    if old_ops is not None and new_ops is not None:
+        added = sorted(new_ops - old_ops)
         if added:
             out.append({**base, "change": "new fallback op", "column": "fallback_ops", "new_cause": ", ".join(added)})
     before, after = ra.get("speedup"), rb.get("speedup")

@@ -44,7 +44,7 @@ def twin_agreement(df: pd.DataFrame) -> pd.DataFrame:
             continue
         twin = same.sort_values("model_id").iloc[0]  # one twin per architecture and library; sorted, to be stable
         agree = _verdict(row.result, row.stage) == _verdict(twin.result, twin.stage)
-        out.append({"model_id": row.model_id, "weights": row.weights, "model_type": row.model_type,
+        out.append({"model_id": row.model_id, "weights": getattr(row, "weights", None), "model_type": row.model_type,
                     **{c: getattr(row, c) for c in PAIR}, "result": row.result, "stage": row.stage,
                     "twin_model": twin.model_id, "twin_result": twin.result, "twin_stage": twin.stage, "agree": agree})
     return pd.DataFrame(out, columns=COLUMNS).sort_values(["compiler_version", "library_version", "model_id"],
@@ -56,7 +56,9 @@ def agreement_line(frame: pd.DataFrame) -> str:
     if frame.empty:
         return ("twins agree with 0 of 0 real checkpoints: no real checkpoint ran beside its twin in these rows "
                 "(make sweep-shelf)")
-    line = f"twins agree with {int(frame.agree.sum())} of {len(frame)} real checkpoints"
+    pairs = len(frame[PAIR].drop_duplicates())
+    counted = "real checkpoints" if pairs == 1 else f"real-checkpoint rows (one per checkpoint and pair, {pairs} pairs)"
+    line = f"twins agree with {int(frame.agree.sum())} of {len(frame)} {counted}"
     differ = frame[~frame.agree]
     if differ.empty:
         return line

@@ -14,6 +14,7 @@ from functools import lru_cache
 import pandas as pd
 
 from neuronhelpers.core import vocab
+from neuronhelpers.store.dataset import newest_per_model
 
 _MAPPINGS = {vocab.TEXT_GENERATION: "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
              vocab.IMAGE_TEXT_TO_TEXT: "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES"}
@@ -55,7 +56,8 @@ def declared_vs_measured(df: pd.DataFrame) -> pd.DataFrame:
     installed transformers'), measured, and whether they disagree. Twins only, one row per architecture and task."""
     rows = df[(df.library == vocab.TRANSFORMERS) & df.twin_of.notna() & df.result.isin([vocab.PASS, vocab.FAIL])]
     out = []
-    for row in rows.drop_duplicates(["model_type", "task"], keep="last").itertuples(index=False):
+    # Pass one version pair (select_pair): with several, each architecture's newest row of any pair stands.
+    for row in newest_per_model(rows, ["model_type", "task"]).itertuples(index=False):
         recorded = getattr(row, "declared_fullgraph", None)
         declared = bool(recorded) if isinstance(recorded, (bool, int)) and recorded == recorded else \
             declared_fullgraph(row.model_type, row.task)

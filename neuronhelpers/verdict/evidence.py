@@ -27,7 +27,11 @@ def evidence_level(row: dict) -> str | None:
     if row.get("result") == vocab.PASS:
         return _PASS_LEVEL.get(row.get("verification"))
     if row.get("result") == vocab.FAIL:
-        word = eager_word(row.get("device_eager"))
+        word, stage = eager_word(row.get("device_eager")), row.get("stage")
+        if stage == vocab.STAGE_REFERENCE:  # the CPU reference failed: nothing is known about the device's run
+            return vocab.EVIDENCE_EAGER_UNKNOWN
+        if word == vocab.DEVICE_EAGER_RAN and stage == vocab.STAGE_MISMATCH and row.get("eager_equals_compiled") is True:
+            return vocab.EVIDENCE_EAGER_SAME_TOKENS
         return {vocab.DEVICE_EAGER_RAN: vocab.EVIDENCE_EAGER_RAN,
                 vocab.DEVICE_EAGER_FAILED: vocab.EVIDENCE_EAGER_FAILED}.get(word, vocab.EVIDENCE_EAGER_UNKNOWN)
     return None

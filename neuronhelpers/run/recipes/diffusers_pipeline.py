@@ -31,6 +31,7 @@ def device_run(params, rank=None):
     device, dtype = params["device"], getattr(torch, params["dtype"])
     stage, timings = "load", {}
     recompiles = RecompileLog()
+    eager = {}  # measured before compiling: a compiled failure still reports it
     try:
         t0 = time.perf_counter()
         pipe = load(params, device, dtype)
@@ -77,7 +78,7 @@ def device_run(params, rank=None):
             "diffusers": diffusers.__version__,
         }
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a classified result
-        return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:],
+        return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:], eager=eager,
                       dynamo=dynamo_figures(recompiles, params["compile_backend"], exc))
 
 
@@ -88,9 +89,9 @@ def pipeline_parameters(pipe):
 
 
 def eager_draw(pipe, params, sharded):
-    """One image drawn eagerly on the device (the same seed and steps): seconds per image with nothing compiled, for
-    the speed-up. One draw, not two: a pipeline call is the longest eager run of the three recipes."""
-    out = eager_seconds(params, sharded, pipeline_parameters(pipe), lambda: draw(pipe, params))
+    """One image drawn eagerly on the device (the same seed and steps), after one warm-up draw as the compiled call
+    has: seconds per image with nothing compiled, for the speed-up."""
+    out = eager_seconds(params, sharded, pipeline_parameters(pipe), lambda: draw(pipe, params), warm_up=True)
     if "seconds" in out:
         out["eager_image_s"] = out.pop("seconds")
     return out

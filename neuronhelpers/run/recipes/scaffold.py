@@ -287,12 +287,20 @@ def eager_not_tried(params, sharded, parameters):
     """Why the eager run beside the compiled one is skipped (its bounds, stated in the card), or None."""
     if sharded:
         return f"sharded over {params['cores']} ranks: an eager pass would hold every rank's cores as long again"
-    if params["eager_max_parameters"] <= 0:
+    bound = params["eager_max_parameters"]
+    if bound <= 0:
         return "eager runs were turned off for this run"
-    if parameters > params["eager_max_parameters"]:
-        return (f"{parameters / 1e9:.1f}B parameters, above the {params['eager_max_parameters'] / 1e9:g}B bound for "
-                "an eager run on the device")
+    if parameters > bound:
+        return f"{count_text(parameters)} parameters, above the {count_text(bound)} bound for an eager run on the device"
     return None
+
+
+def count_text(n):
+    """A parameter count people read: 135M, 2.7B, 3B."""
+    for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return str(int(n))
 
 
 def eager_seconds(params, sharded, parameters, call, warm_up=False):

@@ -28,6 +28,7 @@ def device_run(params, rank=None):
     device, dtype = params["device"], getattr(torch, params["dtype"])
     stage, timings = "load", {}
     recompiles = RecompileLog()
+    eager = {}  # measured before compiling: a compiled failure still reports it
     try:
         t0 = time.perf_counter()
         model = load(params, device, dtype)
@@ -69,7 +70,7 @@ def device_run(params, rank=None):
             "sentence_transformers": sentence_transformers.__version__,
         }
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a classified result
-        return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:],
+        return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:], eager=eager,
                       dynamo=dynamo_figures(recompiles, params["compile_backend"], exc))
 
 

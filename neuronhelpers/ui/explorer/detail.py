@@ -24,6 +24,12 @@ def _number(value):
     return None if is_missing(value) else value
 
 
+def _count(value):
+    """An integer column read back as float (nullable in Parquet): shown as 8, not 8.0."""
+    value = _number(value)
+    return None if value is None else int(value)
+
+
 def reproduce_command(model_id: str, cores=None, backend: str | None = None) -> str:
     """The one line that reproduces a row: ``neuronhelpers run MODEL`` (--cores N when sharded, --backend for a
     row that ran on cpu or cuda)."""
@@ -65,8 +71,8 @@ def _run_facts(get, cores) -> dict:
         "evidence": get("evidence"), "eager on the device": get("device_eager"),
         "eager decode": None if eager is None else f"{eager:.1f} tokens/s",
         "speed-up (compiled / eager)": None if speed is None else f"{speed:.2f}x",
-        "graph breaks": _number(get("graph_breaks")), "graphs compiled": _number(get("unique_graphs")),
-        "recompiles": _number(get("recompiles")), "CPU fallback ops": ", ".join(map(str, list(get("fallback_ops") if get("fallback_ops") is not None else []))) or None,
+        "graph breaks": _count(get("graph_breaks")), "graphs compiled": _count(get("unique_graphs")),
+        "recompiles": _count(get("recompiles")), "CPU fallback ops": ", ".join(map(str, list(get("fallback_ops") if get("fallback_ops") is not None else []))) or None,
         "declares fullgraph": get("declared_fullgraph"),
         "cores": None if cores is None else f"{int(cores)} ({get('parallelism') or vocab.NO_PARALLELISM})",
         "wall time": seconds("wall_s"), "load": seconds("load_s"), "compile": seconds("compile_s"),

@@ -220,7 +220,7 @@ def _selected_table(rows: pd.DataFrame, _rankings, _view) -> tuple[pd.DataFrame,
     table.loc[excluded, "note"] = ids.loc[excluded, "note"]
     for column, *_ in MEASURES:
         table.loc[excluded, column] = pd.NA
-    table.loc[excluded, "failed at"] = ""
+    table.loc[excluded, ["failed at", "evidence"]] = ""
     return table, list(TABLE_COLUMNS)
 
 
