@@ -224,10 +224,17 @@ def test_the_explorer_shows_a_shelf_row_as_the_models_result_with_its_weights(tm
     assert "<b>Weights:</b> shelf: gguf Q4_1" in render_detail_html(detail)
 
 
-def test_sweep_shelf_without_the_shelf_is_one_line_and_demo_carries_on(tmp_path):
+def test_sweep_shelf_without_the_shelf_is_one_line_and_demo_carries_on(tmp_path, monkeypatch, capsys):
+    """`sweep --shelf` asked for the shelf by name: without it, one line and exit 2. `demo` only takes what is there:
+    without a shelf it says so in one line and sweeps the twins; with one, the shelf's ready ids join the sweep."""
+    from neuronhelpers.cli.commands_run import _shelf_models
     from neuronhelpers.core.settings import SHELF_ENV
 
     env = {SHELF_ENV: str(tmp_path / "no-shelf")}
     proc = run_cli("sweep", "--shelf", "--out", str(tmp_path / "out"), env=env)
     assert proc.returncode == 2 and "the shelf of real checkpoints is not installed" in proc.stderr
     assert "neuronhelpers checkpoints --install" in proc.stderr and "Traceback" not in proc.stderr
+    assert _shelf_models(required=False) == shelf.ready_ids() and shelf.ready_ids()  # make test installed the shelf
+    monkeypatch.setenv(SHELF_ENV, str(tmp_path / "no-shelf"))
+    assert _shelf_models(required=False) == []
+    assert "not installed here (neuronhelpers checkpoints --install): sweeping twins only" in capsys.readouterr().out
