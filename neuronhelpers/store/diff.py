@@ -18,7 +18,7 @@ from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.vocab import FAIL, PASS, UNTESTED
 from neuronhelpers.store.dataset import newest_per_model
-from neuronhelpers.store.schema import weights_kind
+from neuronhelpers.store.schema import weights_kinds
 
 # Kinds of change, in the order they are listed. A row that became (or stopped being) UNTESTED is not a
 # regression or an improvement of the model: the verdict was lost or reached.
@@ -56,7 +56,7 @@ def _latest(df: pd.DataFrame) -> pd.DataFrame:
 def _latest_per_weights(df: pd.DataFrame) -> pd.DataFrame:
     """Each (model, kind of weights)'s newest row, indexed by both: a shelf row is compared with a shelf row and a
     twin's with a twin's, never a Hub row with a dequantized copy of it."""
-    df = df.assign(weights_kind=[weights_kind(w, m) for w, m in zip(df.get("weights", [None] * len(df)), df["model_id"])])
+    df = df.assign(weights_kind=weights_kinds(df.get("weights"), df["model_id"]))
     return newest_per_model(df, ["model_id", "weights_kind"]).set_index(["model_id", "weights_kind"])
 
 

@@ -107,8 +107,7 @@ def _without_shelf_rows(path: Path, table: pa.Table) -> tuple[bytes, int]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    kinds = [results.weights_kind(w, m) for w, m in zip(table.column("weights").to_pylist(),
-                                                         table.column("model_id").to_pylist())]
+    kinds = results.weights_kinds(table.column("weights").to_pylist(), table.column("model_id").to_pylist())
     shelf = sum(kind == vocab.WEIGHTS_SHELF for kind in kinds)
     if not shelf:
         return path.read_bytes(), 0

@@ -151,6 +151,13 @@ def weights_kind(weights, model_id) -> str:
     return vocab.WEIGHTS_TWIN if isinstance(model_id, str) and model_id.startswith("tiny/") else vocab.WEIGHTS_HUB
 
 
+def weights_kinds(weights, model_ids) -> list[str]:
+    """``weights_kind`` of each row, from a column of weights (None when the rows have no such column) and model ids."""
+    model_ids = list(model_ids)
+    weights = [None] * len(model_ids) if weights is None else list(weights)
+    return [weights_kind(w, m) for w, m in zip(weights, model_ids)]
+
+
 def resume_key(row: dict) -> tuple:
     """The one resume key of a row (or of a planned run, which carries the same columns): a shelf row and a Hub row
     of one model in one version pair live side by side."""

@@ -13,7 +13,7 @@ import pandas as pd
 
 from neuronhelpers.core.vocab import FAIL, PASS, WEIGHTS_TWIN
 from neuronhelpers.store.dataset import newest_per_model
-from neuronhelpers.store.schema import weights_kind
+from neuronhelpers.store.schema import weights_kinds
 
 PAIR = ["library", "compiler_version", "library_version"]
 COLUMNS = ["model_id", "weights", "model_type", *PAIR, "result", "stage", "twin_model", "twin_result", "twin_stage",
@@ -30,8 +30,7 @@ def twin_agreement(df: pd.DataFrame) -> pd.DataFrame:
     the same version pair: the real row's result and stage, the twin's, and whether they agree."""
     if df.empty:
         return pd.DataFrame(columns=COLUMNS)
-    kinds = [weights_kind(w, m) for w, m in zip(df.get("weights", pd.Series([None] * len(df))), df["model_id"])]
-    df = df.assign(weights_kind=kinds)
+    df = df.assign(weights_kind=weights_kinds(df.get("weights"), df["model_id"]))
     judged = newest_per_model(df[df.result.isin([PASS, FAIL]) & df.model_type.notna()],
                               ["model_id", "weights_kind", *PAIR])
     twins = judged[judged.weights_kind == WEIGHTS_TWIN]
