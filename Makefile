@@ -3,11 +3,12 @@
 # make test   set up .venv and run the whole test suite (notebooks and the browser test included)
 # make test-fast  the tests that compile nothing (about two minutes): the inner loop
 # make lab    open the notebooks in JupyterLab
+# make book   the notebooks as a static HTML book in build/book (executes those without an executed copy once)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast checkpoints sweep-shelf gate lab bench clean sweep-architectures expected-architectures sweep-releases
+.PHONY: install demo test test-fast checkpoints sweep-shelf gate lab bench clean sweep-architectures expected-architectures sweep-releases book
 
 $(STAMP): pyproject.toml constraints.txt scripts/setup_env.sh
 	bash scripts/setup_env.sh $(VENV)
@@ -70,6 +71,11 @@ sweep-releases: sweep-architectures .venv-transformers-5.24.0 .venv-torch-2.13.0
 lab: install
 	$(PY) -m pip install --quiet -e ".[lab]" -c constraints.txt
 	$(VENV)/bin/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+# The notebooks as they ran, one HTML page each and a contents page (build/book/index.html; reads offline), from the
+# executed copies tests/test_notebooks.py keeps in build/executed; a notebook without one is executed here once.
+book: install
+	$(PY) scripts/build_book.py --execute-missing
 
 bench: install
 	$(PY) bench/bench_dataset.py

@@ -18,10 +18,10 @@ use; ``import neuronhelpers`` stays light):
 
     run_model, plan_run, summary_line, render_run_py, recipe_params, render_requirements, plan_model,
     plan_cores, per_rank_layout, resolve_model, build_twin, broken_twin, perturbed_twin, twin_spec,
-    architectures, verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, twin_agreement,
-    agreement_line, load_results,
-    diff_results, check_expected, expected_frame, write_card, render_card, publish, sweep_models,
-    summary_frame, sweep_on_ray, FleetReport, explore, detect_backend, get_backend, hub_reachable,
+    architectures, verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, ranked_lines,
+    twin_agreement, agreement_line, load_results, verdicts_per_pair,
+    diff_results, release_steps, release_changes, change_counts, check_expected, expected_frame, write_card, render_card, publish, sweep_models,
+    summary_frame, sweep_on_ray, FleetReport, explore, doctor, detect_backend, get_backend, hub_reachable,
     hub_status_line, compiler_for, UserError, vocab, plots, settings
 
 No top-level name is the name of a subpackage (the sweep function is ``sweep_models``, beside ``sweep/``).
@@ -57,6 +57,11 @@ EXPORTS = {
     "agreement_line": "neuronhelpers.verdict.agreement:agreement_line",
     "load_results": "neuronhelpers.store.dataset:load_results",
     "diff_results": "neuronhelpers.store.diff:diff_results",
+    "release_steps": "neuronhelpers.store.diff:release_steps",
+    "release_changes": "neuronhelpers.store.diff:release_changes",
+    "change_counts": "neuronhelpers.store.diff:change_counts",
+    "verdicts_per_pair": "neuronhelpers.store.dataset:verdicts_per_pair",
+    "ranked_lines": "neuronhelpers.verdict.causes:ranked_lines",
     "check_expected": "neuronhelpers.store.diff:check_expected",
     "expected_frame": "neuronhelpers.store.diff:expected_frame",
     "write_card": "neuronhelpers.store.card:write_card",
@@ -67,6 +72,7 @@ EXPORTS = {
     "sweep_on_ray": "neuronhelpers.sweep.fleet:sweep_on_ray",
     "FleetReport": "neuronhelpers.sweep.fleet:FleetReport",
     "explore": "neuronhelpers.ui.explorer:explore",
+    "doctor": "neuronhelpers.cli.doctor:main",
     "detect_backend": "neuronhelpers.core.backends:detect_backend",
     "get_backend": "neuronhelpers.core.backends:get_backend",
     "hub_reachable": "neuronhelpers.core.network:hub_reachable",

@@ -73,6 +73,7 @@ SLOW_TESTS = frozenset({
     "test_models.py::test_local_folder_resolves_with_task_from_its_model_type",
     "test_network.py::test_doctor_says_the_hub_is_unreachable",
     "test_notebooks.py::test_notebook_executes_headless_and_shows_what_it_claims",
+    "test_notebooks_book.py::test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser",
     "test_packaging.py::test_setup_keeps_the_torch_a_python_already_has",
     "test_recipe.py::test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_fullgraph_compile",
     "test_reference_cache.py::test_a_second_run_reuses_the_reference",

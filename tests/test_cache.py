@@ -7,6 +7,7 @@ rule it holds us to, from the issue ("Trainium contract, point 4") or from torch
 
 import json
 import os
+import subprocess
 
 import fsspec
 import pytest
@@ -60,7 +61,7 @@ def fill(folder, n=3):
         (folder / "fxgraph" / f"g{i}" / "entry").write_bytes(bytes([i]) * 100)
 
 
-def test_the_compiler_version_is_part_of_the_address(monkeypatch):
+def test_the_compiler_version_is_part_of_the_address(monkeypatch, tmp_path):
     """"The explorer's detail pane offers the public bucket's command only for neuron rows": the bucket holds
     neuronxcc-<version> folders, synced into torch-neuronx's cache root."""
     import torch
@@ -73,6 +74,19 @@ def test_the_compiler_version_is_part_of_the_address(monkeypatch):
     assert command == ("hf buckets sync hf://buckets/ns/cache/neuronxcc-2.21.33 "
                        "${TORCH_NEURONX_NEFF_CACHE_DIR:-/tmp/neff_cache}")
     assert cache.sync_command("inductor", "2.13.0") is None  # never a bucket path for inductor
+    # Where neuronx-cc is not installed (a laptop reading the notebook), the command asks the trn2 it is pasted on
+    # for its compiler's version: the shell expands it into the bucket's own folder name.
+    unknown = cache.sync_command("neuronx-cc", None, bucket="ns/cache")
+    assert unknown.startswith('hf buckets sync "hf://buckets/ns/cache/neuronxcc-$(') and "unknown" not in unknown
+    # bash expands it into the installed version's folder: a stand-in python3 that says 2.99.0 plays the trn2
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "python3").write_text("#!/bin/sh\necho 2.99.0\n")
+    (fake_bin / "python3").chmod(0o755)
+    source = unknown[len("hf buckets sync "):unknown.rindex(" ")]
+    expanded = subprocess.run(["bash", "-c", f"echo {source}"], capture_output=True, text=True,
+                              env={**os.environ, "PATH": f"{fake_bin}:{os.environ['PATH']}"})
+    assert expanded.stdout.strip() == "hf://buckets/ns/cache/neuronxcc-2.99.0", expanded
     assert cache.local_cache_command("inductor", "2.13.0", "cuda").endswith("/compile-cache/cuda/inductor-2.13.0")
 
 

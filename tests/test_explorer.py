@@ -45,8 +45,9 @@ def df(tmp_path):
         row("meta-llama/Llama-3.3-70B-Instruct", "PASS", neuron_cores=8, parallelism="tp", backend="neuron",
             compiler="neuronx-cc", neuronx_cc="2.13.0"),
         row("deepseek-ai/DeepSeek-V3", "EXCLUDED", error="incompatible: 671B parameters need far more than 16 cores"),
-        row("tiny/llama", twin_of="llama"),
-        row("tiny/gemma2", "FAIL", twin_of="gemma2", stage="run", cause="RuntimeError: cache shape @ transformers"),
+        row("tiny/llama", twin_of="llama", declared_fullgraph=True),
+        row("tiny/gemma2", "FAIL", twin_of="gemma2", stage="run", cause="RuntimeError: cache shape @ transformers",
+            declared_fullgraph=True),
         row("tiny/qwen3", twin_of="qwen3"),
         row("tiny/jamba", "UNTESTED", twin_of="jamba", error="its config cannot be shrunk", cause="twin: config"),
         row("tiny/llava", twin_of="llava", task="image-text-to-text"),
@@ -144,6 +145,11 @@ def test_architectures_view_lists_every_twin_with_result_stage_and_cause(df):
     assert table.at["tiny/jamba", "result"] == "UNTESTED (twin)"
     assert table.at["tiny/jamba", "note"] == "twin of jamba; its config cannot be shrunk"
     assert pd.isna(table.at["tiny/jamba", "cores"])
+    # transformers' own claim beside the measured verdict: gemma2 declares fullgraph and fails; a row without the
+    # column says nothing rather than 'no'.
+    assert list(archs.columns).index("declares fullgraph") == list(archs.columns).index("evidence") + 1
+    assert (table.at["tiny/gemma2", "declares fullgraph"], table.at["tiny/llama", "declares fullgraph"],
+            table.at["tiny/jamba", "declares fullgraph"]) == ("yes", "yes", "")
     assert list(view_table("Architectures", df, name="GEMMA", compiler_version="2.13.0").model) == ["tiny/gemma2"]
     assert list(view_table("Architectures", df, task="image-text-to-text", compiler_version="2.13.0").model) == \
         ["tiny/llava"]

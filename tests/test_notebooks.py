@@ -12,26 +12,41 @@ from nbclient import NotebookClient
 from conftest import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+# Each executed notebook is kept here (the probe cell removed) for the static book: `make book` and
+# tests/test_notebooks_book.py render it without executing anything a second time.
+EXECUTED = ROOT / "build" / "executed"
 
 # What each lesson claims, read from its variables after it ran.
 PROBES = {
     "01": """{"classic_rows": int((df.model_id == model).sum()), "classic_results": sorted(set(df[df.model_id == model].result)),
-             "pairs": len(dataset.version_pairs(df))}""",
+             "model": model, "pairs": len(dataset.version_pairs(df)), "kept": len(kept), "demo_rows": len(frames[0]),
+             "warnings": [str(w.message) for w in caught], "step": step.label(), "ex1": exercise_1, "ex2": exercise_2}""",
     "02": """{"result": row["result"], "verification": row["verification"], "equal": row["tokens"] == row["reference_tokens"],
              "cold_compile": row["compile_s"], "warm_compile": warm["compile_s"], "warm_hit": bool(warm["cache_hit"]),
              "embedding": [embedding["result"], embedding["library"], embedding["model_id"], embedding["weights"]],
              "image": [image_row["result"], image_row["library"]],
-             "real": real and [real["result"], real["verification"], real["model_id"], real["weights"], real["text"]]}""",
-    "03": """{name: [r["result"], r["verification"], r["parallelism"], r["neuron_cores"], r["tokens"] == r["reference_tokens"]]
-             for name, r in rows.items()}""",
+             "real": real and [real["result"], real["verification"], real["model_id"], real["weights"], real["text"]],
+             "replayed": replayed["tokens"] == row["tokens"], "doctor": doctor_status, "ex1": exercise_1, "ex2": exercise_2}""",
+    "03": """{"rows": {name: [r["result"], r["verification"], r["parallelism"], r["neuron_cores"],
+                              r["tokens"] == r["reference_tokens"]] for name, r in rows.items()},
+             "real_plan": [real_plan.cores, real_plan.parallelism], "gated_plan": [gated_plan.cores, gated_plan.parallelism],
+             "doctor": doctor_status, "ex1": exercise_1, "ex2": exercise_2}""",
     "04": """{**{kind: [r["result"], r["stage"], r["cause"]] for kind, r in rows.items()},
              "untested": [untested["result"], untested["stage"]], "work_in_repo": str(work).startswith(str(Path.cwd().parent)),
-             "judge": judge.name, "real_vs_twin": side_by_side.values.tolist()}""",
+             "judge": judge.name, "judged": judged, "real_vs_twin": side_by_side.values.tolist(), "tables": [kind for kind, _ in tables],
+             "from_catalog": {s: [r.result, r.stage, r.cause] for s, r in from_catalog.items()},
+             "margins": [[r.get("result"), r.get("verification") or r.get("stage"), r.get("divergence_margin"), r.get("dtype")]
+                         for r in margin_rows],
+             "evidence": {k: [r["result"], r["stage"], r["evidence"], r["device_eager"]] for k, r in evidence_rows.items()},
+             "dependency": [dependency.result, dependency.stage, dependency.cause],
+             "excluded": {r["model_id"]: [r["result"], r["error"]] for r in excluded}, "ex1": exercise_1, "ex2": exercise_2}""",
     "05": """{"release_rows": [r["result"] for r in rows], "changes": sorted(set(changes.change.astype(str))),
-             "gate_problems": len(problems), "release_in_repo": str(release).startswith(str(Path.cwd().parent))}""",
+             "gate_problems": len(problems), "release_in_repo": str(release).startswith(str(Path.cwd().parent)),
+             "step": step.label(), "synced": [copied, same], "files": files, "ex1": exercise_1, "ex2": exercise_2}""",
     "06": """{"tasks": dict(Counter(s.task for s in specs)), "pairs": len(pairs), "causes": len(causes),
              "live": row["result"], "agreement": agreement_line(agreement), "real_rows": len(agreement),
-             "declared_line": disagreement_line(declared), "disagree": int(declared.disagree.sum())}""",
+             "declared_line": disagreement_line(declared), "disagree": int(declared.disagree.sum()),
+             "verdict_columns": list(verdicts_per_pair(twins_only).columns), "ex1": exercise_1, "ex2": exercise_2}""",
 }
 
 
@@ -79,6 +94,10 @@ def run_notebook(path, tmp_path):
     nb.cells.append(nbformat.v4.new_code_cell(
         "import json as _json\nfrom pathlib import Path\nprint('LESSON ' + _json.dumps(" + probe + ", default=str))"))
     NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
+    EXECUTED.mkdir(parents=True, exist_ok=True)
+    kept = nbformat.from_dict(nb)
+    kept.cells = kept.cells[:-1]  # the probe is the test's, not the lesson's
+    nbformat.write(kept, EXECUTED / path.name)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
@@ -94,7 +113,16 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
     if number == "01":
         assert lesson["classic_rows"] >= 2 and "PASS" in lesson["classic_results"]  # the query says something
         assert lesson["pairs"] >= 2  # versions to compare
-        assert "application/vnd.jupyter.widget-view+json" in kinds and kinds.count("image/png") >= 2
+        assert "application/vnd.jupyter.widget-view+json" in kinds and kinds.count("image/png") >= 4
+        assert lesson["model"] == "tiny/llama"  # the parameter, which every pair of the catalog holds
+        # a damaged file is named and skipped, another tool's file is read: nothing recorded is lost
+        assert lesson["kept"] == lesson["demo_rows"] + 1 and any("half-written.parquet" in w for w in lesson["warnings"])
+        assert lesson["step"].startswith("transformers ") and " on inductor " in lesson["step"]
+        ex1, ex2 = lesson["ex1"], lesson["ex2"]
+        assert ex1["PASS"] > 40 and ex1["FAIL"] > 5 and ex1["UNTESTED"] >= 0, ex1
+        assert ex2["step"].startswith("inductor 2.13.0 -> 2.14.1") and ex2["untested_older"] > ex2["untested_newer"], ex2
+        assert ex2["top_reason"].startswith("[dependency]") and "torchvision" in ex2["top_reason"], ex2
+        assert "np.int64" not in text
     elif number == "02":
         assert (lesson["result"], lesson["verification"], lesson["equal"]) == ("PASS", "exact", True)
         assert lesson["warm_hit"] and lesson["warm_compile"] < lesson["cold_compile"]  # what a warm cache saves
@@ -105,25 +133,61 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         result, verification, model_id, weights, text = lesson["real"]
         assert (result, verification, model_id) == ("PASS", "exact", "HuggingFaceTB/SmolLM2-135M-Instruct")
         assert weights.startswith("shelf: gguf") and sum(w.isalpha() for w in text.split()) >= 10, text
+        # how do I run it myself: the row's own run.py, run with python3 in a cell, writes the row's tokens
+        assert lesson["replayed"] and lesson["doctor"] == 0 and "skipped: no neuron device here" in text
+        ex1 = lesson["ex1"]
+        assert (ex1["model_id"], ex1["result"], ex1["stage"]) == ("tiny/gemma2", "FAIL", "compile"), ex1
+        assert ex1["cause"].startswith("recompile limit") and ex1["device_eager"] == "ran"
+        assert ex1["evidence"] == "compiled_failed_eager_ran"
+        ex2 = lesson["ex2"]
+        assert ex2["reference_ok"] and ex2["reference_equals_row"] and ex2["verification"] == ex2["row_verification"] == "exact"
     elif number == "03":
-        (dense, moe) = lesson.values()
+        (dense, moe) = lesson["rows"].values()
         assert dense[:5] == ["PASS", "exact", "tp", 2, True], dense
         assert moe[0:2] == ["PASS", "exact"] and "ep" in moe[2] and moe[4], moe
         assert "def sharded_run(" in text and "return merged" in text  # the launcher is shown whole
+        assert "image/png" in kinds and lesson["doctor"] == 0  # what each rank holds, drawn
+        assert lesson["real_plan"] == [4, "tp+ep"] and lesson["gated_plan"] == [8, "tp"]  # the planner's own counts
+        ex1, ex2 = lesson["ex1"], lesson["ex2"]
+        assert (ex1["twin_experts_per_rank"], ex1["real_experts_per_rank"], ex1["real_kv_heads_per_rank"]) == (2, 32, 1)
+        assert ex2["twin_refused"] and "not divisible by 4" in ex2["twin_refusal"] and ex2["real_splits"] == [1, 2, 4]
     elif number == "04":
-        for kind in ("mismatch", "load", "compile", "timeout"):
+        for kind in ("mismatch", "load", "compile", "timeout", "reference"):
             assert lesson[kind][:2] == ["FAIL", kind] and lesson[kind][2], (kind, lesson[kind])
+        assert {"evidence", "device_eager"} <= set(lesson["tables"])
+        assert all(v[:2] == ["FAIL", s] and v[2] for s, v in lesson["from_catalog"].items())  # stages not made live
+        drawn = {(r, v) for r, v, m, _ in lesson["margins"] if m is not None}
+        assert {("PASS", "near_tie"), ("FAIL", "mismatch")} <= drawn and "image/png" in kinds
+        live = lesson["evidence"]["live"]
+        assert live[:2] == ["FAIL", "compile"] and live[2].startswith("compiled_failed_eager") and live[3]
+        assert lesson["dependency"][:2] == ["UNTESTED", "dependency"] and lesson["dependency"][2].startswith("missing package: ")
+        assert "deepseek-ai/DeepSeek-V3" in lesson["excluded"]
+        assert all(r == "EXCLUDED" and e for r, e in lesson["excluded"].values())
+        assert lesson["ex1"] == {"a": "exact", "b": "near_tie", "c": "mismatch", "margin": 0.15}
         assert lesson["untested"] == ["UNTESTED", "twin"] and not lesson["work_in_repo"]
         assert lesson["judge"].startswith("HuggingFaceTB/SmolLM2-135M-Instruct (shelf:")  # the real judge, offline
+        assert lesson["judged"] == {"English": True, "shuffled": False, "a loop": False, "token soup": False}
         (real, twin) = sorted(lesson["real_vs_twin"], key=lambda r: r[0].startswith("tiny/"))
         assert real[0] == "google/gemma-3-270m" and real[1].startswith("shelf:") and twin[0] == "tiny/gemma3_text"
         assert real[2:4] == twin[2:4] == ["FAIL", "compile"] and real[4] == twin[4], (real, twin)  # one cause
+        assert lesson["ex2"]["stage"] == "compile" and lesson["ex2"]["architectures"] >= 10
+        assert lesson["ex2"]["real_checkpoint_shares_it"] and lesson["ex2"]["cause"] == real[4]
     elif number == "05":
         assert set(lesson["release_rows"]) == {"PASS"} and not lesson["release_in_repo"]
         assert {"regressed", "improved", "new cause"} & set(lesson["changes"]) and lesson["gate_problems"] > 0
-        assert "would upload" in text
+        assert "would upload" in text and "_version_" not in text and "np.int64" not in text
+        assert lesson["step"].startswith("transformers ") and lesson["files"] > 0 and lesson["synced"][0] == lesson["files"]
+        assert lesson["ex1"]["problems"] == ["tiny/qwen2: IMPROVED: expected FAIL (compile), now PASS: update the expected file"]
+        assert lesson["ex2"]["step"].startswith("inductor ") and "regressed" not in lesson["ex2"]["verdicts"], lesson["ex2"]
+        assert lesson["ex2"]["verdicts"].get("verdict reached", 0) > 10
+        assert "image/png" in kinds  # the verdicts per release pair
     elif number == "06":
         assert lesson["tasks"]["text-generation"] > 150 and lesson["tasks"]["image-text-to-text"] > 90
         assert lesson["pairs"] >= 3 and lesson["causes"] >= 3 and lesson["live"] == "PASS"
         assert lesson["real_rows"] >= 3 and lesson["agreement"].startswith("twins agree with ")
         assert lesson["disagree"] > 10 and "declared True fail" in lesson["declared_line"]
+        assert "with a verdict" in lesson["verdict_columns"] and "pass rate of tested" in lesson["verdict_columns"]
+        assert "transformers 6.2.0" not in text and "transformers 0.42.1" not in text and "np.int64" not in text
+        assert lesson["ex1"]["architectures"] >= 5 and lesson["ex1"]["stage"] in ("compile", "run", "mismatch")
+        assert lesson["ex2"]["top_cause"].startswith("recompile limit: StaticSlidingWindowLayer"), lesson["ex2"]
+        assert lesson["ex2"]["top_count"] * 2 > lesson["ex2"]["declared_true_fail"]  # most of them

@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
 from neuronhelpers.ui import plots
@@ -155,3 +156,81 @@ def test_the_explorers_summary_chart_draws_the_numbers_and_colour_of_pass_rate_b
     assert set(re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"', svg)) == {green}  # the bars (the tracks are #eee)
     summary = explorer.render_summary_html("Architectures", table)
     assert re.search(r"\.nh-PASS\{color:(#[0-9a-f]{6})", summary).group(1) == green
+
+
+def test_divergence_margins_puts_each_token_row_against_its_dtypes_tolerance():
+    rows = pd.DataFrame([
+        results.new_row(model_id="near", result="PASS", verification="near_tie", first_divergence=3,
+                        divergence_margin=0.1, dtype="bfloat16"),
+        results.new_row(model_id="far", result="FAIL", stage="mismatch", first_divergence=1, divergence_margin=3.0,
+                        dtype="bfloat16"),
+        results.new_row(model_id="f32", result="FAIL", stage="mismatch", first_divergence=2, divergence_margin=0.08,
+                        dtype="float32"),
+        results.new_row(model_id="exact", result="PASS", verification="exact", dtype="bfloat16"),  # no margin
+        results.new_row(model_id="emb", result="FAIL", stage="mismatch", tolerance=1e-4, max_abs_diff=0.3,
+                        dtype="float32"),  # embeddings: no margin
+        results.new_row(model_id="broken", result="FAIL", stage="compile", dtype="float32")])
+    ax = plots.divergence_margins(rows)
+    assert_teaches(ax)
+    points = {c.get_label(): (to_hex(c.get_facecolor()[0]), sorted(y for _, y in c.get_offsets()))
+              for c in ax.collections if isinstance(c, PathCollection)}
+    assert points == {"PASS (near_tie)": (plots.PASS_COLOR, [0.1]), "FAIL (mismatch)": (plots.FAIL_COLOR, [0.08, 3.0])}
+    lines = {c.get_label(): {y for segment in c.get_segments() for _, y in segment}
+             for c in ax.collections if isinstance(c, LineCollection)}
+    assert lines == {"tolerance, float32: 0.001": {1e-3}, "tolerance, bfloat16: 0.25": {0.25}}  # NEAR_TIE_MARGIN
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(ticks) == 3 and ticks[0].startswith("f32") and "token 2" in ticks[0]  # sorted by tolerance, then margin
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["PASS (near_tie)", "FAIL (mismatch)",
+                                                          "tolerance, float32: 0.001", "tolerance, bfloat16: 0.25"]
+    assert legend.get_bbox_to_anchor().x0 >= ax.get_window_extent().x1
+
+
+def test_divergence_margins_takes_row_dicts_and_says_when_there_is_nothing_to_draw():
+    ax = plots.divergence_margins([{"model_id": "m", "result": "PASS", "verification": "near_tie",
+                                    "divergence_margin": 0.01, "first_divergence": 0, "dtype": "float16"}])
+    assert sum(len(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection)) == 1
+    for empty in ([], pd.DataFrame([results.new_row(model_id="x", result="PASS", verification="exact")])):
+        ax = plots.divergence_margins(empty)
+        assert ax.get_title() and ax.texts and not ax.collections
+
+
+def test_a_model_in_two_joined_folders_counts_once_per_version_pair():
+    """A results folder joined with the catalog holds some models twice: the pass rate counts each once."""
+    rows = frame()
+    older = rows.iloc[[1]].assign(result="PASS", stage=None, timestamp=pd.Timestamp("2020-01-01", tz="UTC"))
+    joined = pd.concat([older, rows], ignore_index=True)  # m1 twice under 5.23.0: its newest row (FAIL) counts
+    ax = plots.pass_rate_per_version(joined)
+    assert [t.get_text() for t in ax.texts] == ["50% (1/2)", "67% (2/3)"]
+    assert sum(p.get_height() for p in plots.failure_stages_per_version(joined).patches) == 2
+
+
+def test_verdicts_per_release_stacks_pass_fail_and_untested_per_library_and_compiler():
+    rows = frame()
+    rows = pd.concat([rows, pd.DataFrame([results.new_row(model_id="m9", result="UNTESTED", stage="twin",
+                                                          compiler="neuronx-cc", compiler_version="2.21",
+                                                          library="transformers", library_version="5.24.0")])])
+    ax = plots.verdicts_per_release(rows)
+    assert_teaches(ax)
+    legend_matches_bars(ax)
+    widths = {c.get_label(): [round(p.get_width()) for p in c.patches] for c in ax.containers}
+    # bars bottom-up: 5.23.0 (1 PASS, 1 FAIL), then 5.24.0 (2 PASS, 1 FAIL, 1 UNTESTED); EXCLUDED is not drawn
+    assert widths == {"PASS": [1, 2], "FAIL": [1, 1], "UNTESTED": [0, 1]}
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["transformers 5.23.0 / neuronx-cc 2.21",
+                                                            "transformers 5.24.0 / neuronx-cc 2.21"]
+
+
+def test_rank_layout_draws_each_ranks_memory_and_says_what_it_holds():
+    rows = {"tiny/llama": {"parallelism": "tp", "peak_memory_per_rank": [300 * 2**20, 310 * 2**20]},
+            "tiny/qwen3_moe": {"parallelism": "tp+ep", "peak_memory_per_rank": [400 * 2**20, 420 * 2**20]},
+            "single": {"parallelism": "none", "peak_memory_per_rank": None}}
+    layouts = {"tiny/llama": {"attention heads per rank": 2, "key/value heads per rank": 1, "experts per rank": None},
+               "tiny/qwen3_moe": {"attention heads per rank": 2, "key/value heads per rank": 1, "experts per rank": 4}}
+    ax = plots.rank_layout(rows, layouts)
+    assert_teaches(ax)
+    heights = {c.get_label(): [round(p.get_height()) for p in c.patches] for c in ax.containers}
+    assert heights == {"tiny/llama (tp, 2 ranks)": [300, 310], "tiny/qwen3_moe (tp+ep, 2 ranks)": [400, 420]}
+    notes = [t.get_text() for t in ax.texts]
+    assert notes.count("2 heads\n1 kv") == 2 and notes.count("2 heads\n1 kv\n4 experts") == 2
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["rank 0", "rank 1"]
+    assert plots.rank_layout({"single": rows["single"]}, {}).texts  # nothing sharded: says so

@@ -261,6 +261,46 @@ def test_diff_keeps_lost_and_reached_verdicts_apart_from_regressions_and_names_n
     assert (changes.at["c/fail-new-cause", "old_cause"], changes.at["c/fail-new-cause", "new_cause"]) == ("guard x", "guard y")
 
 
+def test_release_steps_compare_one_library_and_one_version_at_a_time_and_the_cli_prints_each(tmp_path):
+    """Three transformers pairs and one sentence-transformers pair: two library steps and a compiler step, never a
+    transformers version against a sentence-transformers one."""
+    folder = tmp_path / "catalog"
+    tf = dict(library="transformers")
+    results_io.append_rows(folder, [
+        result_row("tiny/a", compiler_version="2.13.0", library_version="5.23.0", **tf),
+        result_row("tiny/b", "UNTESTED", stage="dependency", error="needs torchvision", compiler_version="2.13.0",
+                   library_version="5.23.0", **tf),
+        result_row("tiny/a", compiler_version="2.14.1", library_version="5.23.0", **tf),
+        result_row("tiny/b", compiler_version="2.14.1", library_version="5.23.0", **tf),
+        result_row("tiny/a", "FAIL", compiler_version="2.14.1", library_version="5.24.0", cause="guard x", **tf),
+        result_row("tiny/b", compiler_version="2.14.1", library_version="5.24.0", **tf),
+        result_row("tiny/st", task="feature-extraction", library="sentence-transformers", library_version="6.2.0",
+                   compiler_version="2.14.1")])
+    df = results_io.load_results(folder)
+    steps = diff.release_steps(df)
+    assert [s.label() for s in steps] == ["transformers 5.23.0 -> 5.24.0 on inductor 2.14.1",
+                                          "inductor 2.13.0 -> 2.14.1 with transformers 5.23.0"]
+    assert [s.kind for s in steps] == ["library", "compiler"]
+    assert diff.change_counts(diff.release_changes(df, steps[0])) == {"regressed": 1}
+    assert diff.change_counts(diff.release_changes(df, steps[1])) == {"verdict reached": 1}
+    assert all(isinstance(n, int) for n in diff.change_counts(diff.release_changes(df, steps[1])).values())
+    counts = results_io.verdicts_per_pair(df)
+    assert list(counts.library) == ["sentence-transformers 6.2.0", "transformers 5.24.0", "transformers 5.23.0",
+                                    "transformers 5.23.0"]
+    oldest = counts.iloc[-1]
+    assert (oldest.compiler, oldest.PASS, oldest.UNTESTED, oldest["with a verdict"], oldest["pass rate of tested"]) == \
+        ("inductor 2.13.0", 1, 1, "50%", "100%")
+    proc = run_cli("diff", str(folder))
+    assert proc.returncode == 0, proc.stderr
+    assert "transformers 5.23.0 -> 5.24.0 on inductor 2.14.1: 1 regressed" in proc.stdout
+    assert "    regressed: tiny/a (PASS -> FAIL): guard x" in proc.stdout
+    assert "inductor 2.13.0 -> 2.14.1 with transformers 5.23.0: 1 verdict reached" in proc.stdout
+    lone = tmp_path / "lone"
+    results_io.append_rows(lone, [result_row("tiny/a")])
+    refused = run_cli("diff", str(lone))
+    assert refused.returncode == 2 and "nothing to compare" in refused.stderr
+
+
 def test_expected_results_gate_names_the_regressed_model(tmp_path):
     results_io.append_rows(tmp_path / "r", [make_row("a/model", "FAIL"), make_row("b/model")])
     expected = tmp_path / "expected.csv"
@@ -298,6 +338,26 @@ def test_the_gate_fails_on_a_failure_that_moved_stage_and_notes_a_new_cause(tmp_
     assert proc.returncode == 1
     assert "a/model: CHANGED: expected FAIL at compile, got FAIL at run" in proc.stdout
     assert "note: b/model: same verdict, new cause: new cause (was old cause)" in proc.stdout
+
+
+def test_the_gate_notes_a_pass_on_lower_evidence_and_a_new_graph_break_without_failing(tmp_path):
+    """Evidence is reported by the gate, never failed on: the verdict gate stays a verdict gate."""
+    results_io.append_rows(tmp_path / "r", [make_row("a/model", evidence="judged", graph_breaks=0),
+                                             make_row("b/model", evidence="exact", graph_breaks=2),
+                                             make_row("c/model", evidence="exact", graph_breaks=0)])
+    expected = tmp_path / "expected.csv"
+    written = run_cli("check", str(tmp_path / "r"), "--expected", str(expected), "--write")
+    assert written.returncode == 0 and "evidence" in expected.read_text().splitlines()[0]
+    expected.write_text("model_id,result,stage,cause,evidence,graph_breaks\n"
+                        "a/model,PASS,,,exact,0\nb/model,PASS,,,exact,0\nc/model,PASS,,,near_tie,0\n")
+    proc = run_cli("check", "--expected", str(expected), str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stdout
+    assert "note: a/model: same verdict, lower evidence: judged (was exact)" in proc.stdout
+    assert "note: b/model: same verdict, new graph break: 2 (was 0)" in proc.stdout
+    assert "c/model" not in proc.stdout  # stronger evidence than recorded is not news
+    old_file = tmp_path / "old.csv"  # a file from before the evidence columns: verdicts only, no notes
+    old_file.write_text("model_id,result\na/model,PASS\n")
+    assert "note:" not in run_cli("check", "--expected", str(old_file), str(tmp_path / "r"), "--only-tested").stdout
 
 
 def test_a_slice_of_a_whole_library_file_checks_only_what_was_run(tmp_path):

@@ -16,14 +16,12 @@ from neuronhelpers.core.errors import UserError
 
 
 def _print_ranked(title: str, frame, top: int) -> None:
+    from neuronhelpers.verdict.causes import ranked_lines
+
     if frame.empty:
         return
     print(f"\n{title}, by architectures blocked:")
-    for row in frame.head(top).itertuples(index=False):
-        names = ", ".join(row.architectures[:8]) + (", ..." if len(row.architectures) > 8 else "")
-        print(f"{row.count:4d}  [{row.stage}] {row.cause}\n      {names}")
-    if len(frame) > top:
-        print(f"      ... and {len(frame) - top} more causes (--top N)")
+    print("\n".join(ranked_lines(frame, top)))
 
 
 def cmd_causes(args) -> int:
@@ -54,20 +52,46 @@ def cmd_causes(args) -> int:
     return 0
 
 
+def _counts_line(changes) -> str:
+    from neuronhelpers.store.diff import change_counts
+
+    return ", ".join(f"{n} {kind}" for kind, n in change_counts(changes).items()) or "no changes"
+
+
 def cmd_diff(args) -> int:
     import pandas as pd
 
     from neuronhelpers.store.diff import diff_results, load_side
 
-    changes = diff_results(load_side(args.old), load_side(args.new), time_threshold=args.time_threshold,
-                           memory_threshold=args.memory_threshold)
+    thresholds = dict(time_threshold=args.time_threshold, memory_threshold=args.memory_threshold)
+    if args.new is None:
+        return _diff_releases(args.old, thresholds)
+    changes = diff_results(load_side(args.old), load_side(args.new), **thresholds)
     if changes.empty:
         print("no changes")
         return 0
-    counts = changes.change.astype(str).value_counts()
-    print(", ".join(f"{counts[c]} {c}" for c in changes.change.cat.categories if c in counts))
+    print(_counts_line(changes))
     with pd.option_context("display.max_colwidth", 80, "display.width", 200):
         print(changes.dropna(axis=1, how="all").to_string(index=False))
+    return 0
+
+
+def _diff_releases(folder: str, thresholds: dict) -> int:
+    """One line per release step a dataset folder holds, then the changes of verdict of each."""
+    from neuronhelpers.store.dataset import load_results
+    from neuronhelpers.store.diff import VERDICT_CHANGES, release_changes, release_steps
+
+    df = load_results(folder)
+    steps = release_steps(df)
+    if not steps:
+        raise UserError(f"'{folder}' holds one version pair per library: nothing to compare (give two files instead)")
+    for step in steps:
+        changes = release_changes(df, step, **thresholds)
+        print(f"{step.label()}: {_counts_line(changes)}")
+        verdicts = changes[changes.change.isin(VERDICT_CHANGES)]
+        for row in verdicts.itertuples(index=False):
+            detail = row.new_cause if isinstance(row.new_cause, str) else (row.new_error if isinstance(row.new_error, str) else "")
+            print(f"    {row.change}: {row.model_id} ({row.old_result} -> {row.new_result})" + (f": {detail}" if detail else ""))
     return 0
 
 

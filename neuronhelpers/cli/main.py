@@ -99,9 +99,11 @@ def _dataset_commands(command, as_json) -> None:
     p.add_argument("--top", type=int, default=10, help="causes to show per kind (default 10)")
     p.set_defaults(func=data.cmd_causes)
 
-    p = command("diff", "compare two version pairs (files) or two dataset folders")
-    p.add_argument("old", help="the earlier side: a version-pair Parquet file or a folder holding one pair")
-    p.add_argument("new", help="the later side")
+    p = command("diff", "compare two version pairs (files) or two dataset folders; with one folder, each pair of "
+                        "neighbouring releases it holds")
+    p.add_argument("old", help="the earlier side: a version-pair Parquet file or a folder holding one pair; alone, a "
+                               "folder holding several pairs (e.g. catalog): every release step in it is compared")
+    p.add_argument("new", nargs="?", help="the later side")
     p.add_argument("--time-threshold", type=float, default=0.25, help="relative wall-time change to report (0.25 = 25%%)")
     p.add_argument("--memory-threshold", type=float, default=0.10, help="relative peak-memory change to report")
     p.set_defaults(func=data.cmd_diff)

@@ -213,6 +213,30 @@ def version_pairs(df) -> list[tuple[str, str, str]]:
     return sorted(pairs, key=lambda p: (key(p[1]), key(p[2]), str(p[0])), reverse=True)
 
 
+def verdicts_per_pair(df):
+    """One line per (version pair, task): how many models, how many PASS / FAIL / UNTESTED (each model's newest row),
+    the share that reached a verdict, and the pass rate of those tested: two different shares, named apart. The
+    pair is one library's version under one compiler; libraries are never mixed in a line."""
+    import pandas as pd
+
+    lines = []
+    for library, compiler_version, library_version in version_pairs(df):
+        rows = df[(df.library == library) & (df.compiler_version == compiler_version) & (df.library_version == library_version)]
+        rows = newest_per_model(rows)
+        rows = rows.assign(task=rows["task"].fillna("(no task)")) if "task" in rows else rows.assign(task="(no task)")
+        compiler = rows["compiler"].dropna().iloc[0] if "compiler" in rows and rows["compiler"].notna().any() else "compiler"
+        for task, group in rows.groupby("task", sort=True):
+            counts = group.result.value_counts()
+            passed, failed, untested = (int(counts.get(r, 0)) for r in (vocab.PASS, vocab.FAIL, vocab.UNTESTED))
+            tested = passed + failed
+            lines.append({"compiler": f"{compiler} {compiler_version}", "library": f"{library} {library_version}",
+                          "task": task, "models": len(group), vocab.PASS: passed, vocab.FAIL: failed, vocab.UNTESTED: untested,
+                          "with a verdict": f"{tested / len(group):.0%}",
+                          "pass rate of tested": f"{passed / tested:.0%}" if tested else "-"})
+    return pd.DataFrame(lines, columns=["compiler", "library", "task", "models", vocab.PASS, vocab.FAIL, vocab.UNTESTED,
+                                        "with a verdict", "pass rate of tested"])
+
+
 def select_pair(df, pair: str | None):
     """The rows of one version pair: ``"current"`` (this environment's compiler, and for each row's library its
     installed version), ``"newest"`` (the newest compiler, and each library's newest release under it),

@@ -10,6 +10,7 @@ Taught in notebooks 05 (a release's diff and gate) and 06 (releases side by side
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +26,8 @@ from neuronhelpers.store.schema import weights_kinds
 CHANGE_ORDER = ["regressed", "improved", "new cause", "verdict lost", "verdict reached", "new", "dropped",
                 "lower evidence", "new graph break", "new fallback op", "speed-up fell", "slower", "faster",
                 "more memory", "less memory"]
+# The kinds that are a change of verdict (the rest: evidence, time, memory, rows added or dropped).
+VERDICT_CHANGES = ["regressed", "improved", "new cause", "verdict lost", "verdict reached"]
 # A speed-up (compiled over eager, one process) that fell by more than this share is reported (`speed-up fell`).
 SPEEDUP_MARGIN = 0.25
 
@@ -114,6 +117,65 @@ def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float 
     return frame.sort_values(["change", "model_id"]).reset_index(drop=True)
 
 
+def change_counts(changes: pd.DataFrame) -> dict[str, int]:
+    """How many changes of each kind, in CHANGE_ORDER, as plain ints (what a notebook or the CLI prints)."""
+    counts = changes["change"].astype(str).value_counts()
+    return {kind: int(counts[kind]) for kind in CHANGE_ORDER if kind in counts}
+
+
+@dataclass(frozen=True)
+class ReleaseStep:
+    """Two version pairs of one library that differ in exactly one version: a library release under one compiler
+    (transformers 5.23.0 -> 5.24.0 on inductor 2.14.1), or a compiler release under one library version."""
+
+    library: str
+    compiler: str
+    old: tuple[str, str]  # (compiler version, library version)
+    new: tuple[str, str]
+
+    @property
+    def kind(self) -> str:
+        """'library' or 'compiler': which of the two versions changed."""
+        return "library" if self.old[0] == self.new[0] else "compiler"
+
+    def label(self) -> str:
+        if self.kind == "library":
+            return f"{self.library} {self.old[1]} -> {self.new[1]} on {self.compiler} {self.new[0]}"
+        return f"{self.compiler} {self.old[0]} -> {self.new[0]} with {self.library} {self.new[1]}"
+
+
+def release_steps(df: pd.DataFrame, library: str | None = None) -> list[ReleaseStep]:
+    """Every comparison of neighbouring releases a results frame holds, library by library (never one library's
+    version against another's): each library's consecutive versions under one compiler, then each compiler's
+    consecutive versions under one library version; the newest first within each kind."""
+    from neuronhelpers.store.dataset import version_pairs
+
+    steps = []
+    pairs = version_pairs(df)  # newest first
+    compilers = df.groupby("compiler_version")["compiler"].first().to_dict() if "compiler" in df else {}
+    libraries = [library] if library else sorted({p[0] for p in pairs}, key=lambda lib: lib != vocab.TRANSFORMERS)
+    for lib in libraries:
+        mine = [p for p in pairs if p[0] == lib]
+        for kind_index, other_index in ((2, 1), (1, 2)):  # library releases first, then compiler releases
+            groups: dict[str, list] = {}
+            for p in mine:
+                groups.setdefault(p[other_index], []).append(p)
+            for group in groups.values():
+                for newer, older in zip(group, group[1:]):  # version_pairs' order: newest first
+                    steps.append(ReleaseStep(lib, str(compilers.get(newer[1]) or "compiler"), older[1:], newer[1:]))
+    return steps
+
+
+def step_rows(df: pd.DataFrame, library: str, pair: tuple[str, str]) -> pd.DataFrame:
+    """The rows of one library at one (compiler version, library version) pair."""
+    return df[(df["library"] == library) & (df["compiler_version"] == pair[0]) & (df["library_version"] == pair[1])]
+
+
+def release_changes(df: pd.DataFrame, step: ReleaseStep, **thresholds) -> pd.DataFrame:
+    """``diff_results`` of a release step's older rows against its newer rows."""
+    return diff_results(step_rows(df, step.library, step.old), step_rows(df, step.library, step.new), **thresholds)
+
+
 def _present(value) -> bool:
     """A scalar cell that holds a value (None, NaN and pd.NA do not)."""
     try:
@@ -155,7 +217,9 @@ def _evidence_changes(base: dict, ra, rb) -> list[dict]:
     return out
 
 
-EXPECTED_COLUMNS = ["model_id", "model_type", "task", "result", "stage", "cause"]
+# evidence and graph_breaks are held too, and reported as notes (the gate fails on verdicts only); a speed-up is not:
+# it is a property of the machine that ran, and the gate's machine is not the catalog's.
+EXPECTED_COLUMNS = ["model_id", "model_type", "task", "result", "stage", "cause", "evidence", "graph_breaks"]
 
 
 def read_expected(path: str | Path) -> pd.DataFrame:
@@ -177,8 +241,10 @@ def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *, only_tested:
     A problem is any change of verdict, in either direction: a model expected to PASS that does not
     (a regression, named with its new error), a model expected not to PASS that now does (an improvement:
     the expected file is out of date and must be rewritten), a FAIL at another stage, or a verdict that
-    became UNTESTED. A changed cause with the same result and stage is a note. ``only_tested`` checks only
-    the expected models present in the results (a CI slice of a whole-library file).
+    became UNTESTED. A changed cause with the same result and stage is a note, and so is a PASS that stands on
+    lower evidence than the file records, or a run with more graph breaks (files written before those columns
+    existed are checked on verdicts alone). ``only_tested`` checks only the expected models present in the
+    results (a CI slice of a whole-library file).
     """
     latest = _latest(actual)
     problems, notes = [], []
@@ -204,7 +270,23 @@ def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *, only_tested:
             want_cause = getattr(row, "cause", None)
             if want != PASS and want_cause and _text(got.get("cause")) != want_cause:
                 notes.append(f"{model}: same verdict, new cause: {got.get('cause')} (was {want_cause})")
+            notes += _expected_evidence_notes(model, row, got)
     return problems, notes
+
+
+def _expected_evidence_notes(model: str, row, got) -> list[str]:
+    """Notes for an unchanged verdict whose evidence weakened against the expected file's line."""
+    out = []
+    order = vocab.PASS_EVIDENCE_ORDER
+    want_level, got_level = getattr(row, "evidence", None), _text(got.get("evidence"))
+    if row.result == PASS and want_level in order and got_level in order \
+            and order.index(got_level) > order.index(want_level):
+        out.append(f"{model}: same verdict, lower evidence: {got_level} (was {want_level})")
+    want_breaks, got_breaks = getattr(row, "graph_breaks", None), got.get("graph_breaks")
+    if want_breaks is not None and _present(want_breaks) and _present(got_breaks):
+        if float(got_breaks) > float(want_breaks):
+            out.append(f"{model}: same verdict, new graph break: {int(float(got_breaks))} (was {int(float(want_breaks))})")
+    return out
 
 
 def _text(value) -> str | None:

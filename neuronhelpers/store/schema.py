@@ -55,7 +55,8 @@ COLUMNS = [
     ("retraced", pa.bool_(), "the run traced the model with dynamo (false: a warm cache gave it the traced graph too)"),
     ("generate_s", pa.float64(), "seconds of the warm, compiled call: generate 32 tokens, encode the batch, or "
      "draw the image"),
-    ("wall_s", pa.float64(), "wall time of the whole run process, compilation included"),
+    ("wall_s", pa.float64(), "wall time of the whole run process, compilation included, and the eager comparison "
+     "where one ran (see Device eager)"),
     ("ttft_s", pa.float64(), "time to first token of the warm generate"),
     ("decode_tokens_per_s", pa.float64(), "tokens per second after the first, warm"),
     ("peak_memory_bytes", pa.int64(), "peak device memory (the largest over ranks when sharded)"),

@@ -70,7 +70,15 @@ def _pair_label(df: pd.DataFrame) -> pd.Series:
             + df["library_version"].fillna("?"))
 
 
+def _one_per_model_and_pair(df: pd.DataFrame) -> pd.DataFrame:
+    """Each model's newest row per version pair: a model swept into two folders that were then joined (a results
+    folder and the catalog) counts once."""
+    key = [c for c in ("model_id", "library", "compiler_version", "library_version") if c in df]
+    return newest_per_model(df, key)
+
+
 def _tested(df: pd.DataFrame) -> pd.DataFrame:
+    df = _one_per_model_and_pair(df)
     return df[df.result.isin([PASS, FAIL])].copy()
 
 
@@ -156,6 +164,7 @@ def failure_stages_per_version(df: pd.DataFrame, ax=None):
     """Stacked bars: how many models failed at each stage, per version pair (integer counts; the legend lists
     only the stages drawn, outside the bars)."""
     title = "Failure stages per version pair"
+    df = _one_per_model_and_pair(df)
     failed = df[df.result == FAIL].copy()
     failed["pair"] = _pair_label(failed)
     ax = _axes(ax, (max(4.5, 1.8 * max(failed["pair"].nunique(), 1)) + 1.2, 3.4))
@@ -267,4 +276,122 @@ def time_breakdown(runs: dict, ax=None):
     ax.set_xlabel("seconds (wall time of the run.py process)")
     ax.set_title("Where the time went")
     _outside_legend(ax)
+    return ax
+
+
+def divergence_margins(rows, ax=None):
+    """Points: each token row's reference top-1/top-2 logit margin at its first divergence (``divergence_margin``)
+    against the near-tie tolerance of its dtype (``vocab.NEAR_TIE_MARGIN``, as ``compare_tokens`` applies it: one
+    dashed line over that dtype's rows). A PASS ``near_tie`` lies under its line; a FAIL ``mismatch`` lies above it,
+    or under it when the device's token was not among the reference's top-k. ``rows``: a frame or a list of row
+    dicts (``model_id`` labels a point); rows without a margin (exact, embeddings, images) are left out. The margin
+    axis is symmetric-log, so margins from 1e-3 to 10 (and a tie of 0) all show."""
+    title = "Near-tie margin against the dtype's tolerance"
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+
+    def column(name):
+        return df[name] if name in df else pd.Series(None, index=df.index, dtype=object)
+
+    near_tie = (column("result") == PASS) & (column("verification") == vocab.NEAR_TIE)
+    mismatch = (column("result") == FAIL) & (column("stage") == vocab.STAGE_MISMATCH)
+    data = df[(near_tie | mismatch) & pd.to_numeric(column("divergence_margin"), errors="coerce").notna()].copy()
+    ax = _axes(ax, (max(5.0, 1.1 * len(data) + 2.5), 3.6))
+    if data.empty:
+        return _nothing(ax, title, "no near_tie PASS or mismatch FAIL rows with a margin")
+    dtypes = data["dtype"] if "dtype" in data else pd.Series(None, index=data.index, dtype=object)
+    data["dtype"] = dtypes.where(dtypes.isin(list(vocab.NEAR_TIE_MARGIN)), "float32")
+    data["tolerance_line"] = data["dtype"].map(vocab.NEAR_TIE_MARGIN)
+    data["margin"] = data["divergence_margin"].astype(float)
+    data = data.sort_values(["tolerance_line", "margin"], kind="stable").reset_index(drop=True)
+    x = pd.Series(range(len(data)))
+    for result, name, color in ((PASS, f"{PASS} ({vocab.NEAR_TIE})", PASS_COLOR),
+                                (FAIL, f"{FAIL} ({vocab.STAGE_MISMATCH})", FAIL_COLOR)):
+        part = data.result == result
+        if part.any():
+            ax.scatter(x[part], data.margin[part], color=color, label=name, s=36, zorder=3)
+    for style, (dtype, group) in zip(("--", ":", "-.", (0, (5, 1))), data.groupby("tolerance_line", sort=True)):
+        ax.hlines(dtype, group.index.min() - 0.4, group.index.max() + 0.4, colors="#333333", linestyles=style,
+                  label=f"tolerance, {group['dtype'].iloc[0]}: {dtype:g}", zorder=2)
+    if len(data) <= 12:
+        for xi, margin in zip(x, data.margin):
+            ax.annotate(f"{margin:.3g}", (xi, margin), xytext=(6, 0), textcoords="offset points", va="center",
+                        fontsize=7)
+    labels = data["model_id"] if "model_id" in data else pd.Series(x.astype(str))
+    where = data["first_divergence"] if "first_divergence" in data else pd.Series(None, index=data.index)
+    ticks = [textwrap.fill(textwrap.shorten(str(label), width=44, placeholder="…"), 16)
+             + ("" if pd.isna(i) else f"\ntoken {int(i)}") for label, i in zip(labels, where)]
+    ax.set_xticks(range(len(data)), ticks, fontsize=7, rotation=30 if len(data) > 8 else 0,
+                  ha="right" if len(data) > 8 else "center")
+    ax.set_xlim(-0.7, len(data) - 0.3)
+    ax.set_yscale("symlog", linthresh=1e-4)
+    ax.set_ylim(bottom=0, top=max(data.margin.max(), data.tolerance_line.max()) * 3)
+    ax.set_ylabel("reference top-1 − top-2 logit\nmargin at the first divergence")
+    ax.set_xlabel("row (and the token where it first diverged)")
+    ax.set_title(title)
+    _outside_legend(ax)
+    return ax
+
+
+def verdicts_per_release(df: pd.DataFrame, ax=None):
+    """Stacked horizontal bars: per version pair (one library's release under one compiler), how many models PASS,
+    FAIL or reached no verdict (UNTESTED); the counts of ``dataset.verdicts_per_pair``, summed over tasks."""
+    from neuronhelpers.store.dataset import verdicts_per_pair
+
+    title = "Verdicts per version pair"
+    counts = verdicts_per_pair(df)
+    ax = _axes(ax, (8.5, 1.2 + 0.45 * max(counts.groupby(["compiler", "library"]).ngroups, 2)))
+    if counts.empty:
+        return _nothing(ax, title, "no rows")
+    table = counts.groupby(["compiler", "library"], sort=False)[[PASS, FAIL, vocab.UNTESTED]].sum().iloc[::-1]
+    labels = [f"{library} / {compiler}" for compiler, library in table.index]
+    left = pd.Series(0, index=table.index)
+    colors = {**RESULT_COLORS, vocab.UNTESTED: "#9e9e9e"}
+    for result in (PASS, FAIL, vocab.UNTESTED):
+        values = table[result]
+        if values.sum() == 0:
+            continue
+        bars = ax.barh(range(len(table)), values.values, left=left.values, color=colors[result], height=0.6, label=result)
+        for bar, value in zip(bars, values.values):
+            if value:
+                ax.annotate(str(int(value)), (bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2),
+                            ha="center", va="center", fontsize=7, color="white")
+        left = left + values
+    ax.set_yticks(range(len(table)), labels, fontsize=8)
+    _integer_ticks(ax.xaxis)
+    ax.set_xlabel("models (each model's newest row in the pair)")
+    ax.set_ylabel("library / compiler")
+    ax.set_title(title)
+    _outside_legend(ax, title="result")
+    return ax
+
+
+def rank_layout(rows: dict, layouts: dict, ax=None):
+    """Grouped bars: each rank's peak memory (MiB) for each sharded run, labelled with what the rank holds (attention
+    heads, key/value heads, experts: ``plan.per_rank_layout``). ``rows`` and ``layouts`` are keyed by run name."""
+    title = "What each rank holds, and its peak memory"
+    ax = _axes(ax, (8.5, 3.6))
+    runs = [(name, row) for name, row in rows.items() if row.get("peak_memory_per_rank") is not None]
+    if not runs:
+        return _nothing(ax, title, "no sharded run with per-rank memory")
+    width = 0.8 / len(runs)
+    palette = ["#1565c0", "#ef6c00", "#6a1b9a", "#00838f"]
+    for i, (name, row) in enumerate(runs):
+        memory = [(m or 0) / 2**20 for m in row["peak_memory_per_rank"]]
+        layout = layouts.get(name, {})
+        held = [f"{layout.get('attention heads per rank')} heads", f"{layout.get('key/value heads per rank')} kv"]
+        if layout.get("experts per rank"):
+            held.append(f"{layout['experts per rank']} experts")
+        xs = [rank + (i - (len(runs) - 1) / 2) * width for rank in range(len(memory))]
+        bars = ax.bar(xs, memory, width=width * 0.9, color=palette[i % len(palette)],
+                      label=f"{name} ({row.get('parallelism')}, {len(memory)} ranks)")
+        for bar in bars:
+            ax.annotate("\n".join(held), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                        va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points")
+    ranks = max(len(row["peak_memory_per_rank"]) for _, row in runs)
+    ax.set_xticks(range(ranks), [f"rank {r}" for r in range(ranks)])
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.3)
+    ax.set_ylabel("peak memory (MiB)")
+    ax.set_xlabel("rank (one core each)")
+    ax.set_title(title)
+    _outside_legend(ax, title="run")
     return ax

@@ -163,6 +163,18 @@ def rank_causes(df: pd.DataFrame, *, results=(FAIL,)) -> pd.DataFrame:
     return grouped.sort_values(["count", "cause"], ascending=[False, True]).reset_index(drop=True)
 
 
+def ranked_lines(ranked: pd.DataFrame, top: int = 10, *, names: int = 8) -> list[str]:
+    """``rank_causes`` (or ``untested_reasons``) as the lines the ``causes`` command prints: per cause its count,
+    stage and the first ``names`` architectures, and how many causes were left out."""
+    lines = []
+    for row in ranked.head(top).itertuples(index=False):
+        shown = ", ".join(row.architectures[:names]) + (", ..." if len(row.architectures) > names else "")
+        lines.append(f"{row.count:4d}  [{row.stage}] {row.cause}\n      {shown}")
+    if len(ranked) > top:
+        lines.append(f"      ... and {len(ranked) - top} more causes (--top N)")
+    return lines
+
+
 def untested_reasons(df: pd.DataFrame) -> pd.DataFrame:
     """The UNTESTED rows grouped by reason (stage) and cause."""
     return rank_causes(df, results=(UNTESTED,))

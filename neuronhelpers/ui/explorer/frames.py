@@ -34,7 +34,9 @@ THOUSANDS = ("downloads",)
 TABLE_COLUMNS = ["model", "task", "architecture", "result", "evidence", *[m[0] for m in MEASURES], "failed at", "note"]
 # The row columns a view table reads.
 VIEW_COLUMNS = ["model_id", "task", "model_type", "twin_of", "result", "stage", "error", "cause", "weights", "evidence",
-                *[m[1] for m in MEASURES]]
+                "declared_fullgraph", *[m[1] for m in MEASURES]]
+# The Architectures view's column for transformers' own claim (_can_compile_fullgraph) beside the measured verdict.
+DECLARED = "declares fullgraph"
 RESULT_ORDER = {PASS: 0, FAIL: 1, vocab.UNTESTED: 2, NO_ROW: 3, EXCLUDED: 4}
 
 
@@ -189,11 +191,20 @@ def _table_from(ids: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
         table[column] = values.astype("Int64") if scale is None else (values / scale).round(decimals)
     table["failed at"] = merged["stage"].where(kind.eq(FAIL), "").fillna("")
     table["cause"] = merged["cause"].fillna("")
+    table[DECLARED] = [_declared_word(v) for v in merged["declared_fullgraph"]]
     table["note"] = _notes(merged, kind)
     # A real copy from the shelf stands for the Hub model: its row is the model's result, its weights said beside it.
     shelf = merged["weights"].fillna("").astype(str).str.startswith(f"{vocab.WEIGHTS_SHELF}:")
     table["note"] = [_join(w, n) if s else n for w, n, s in zip(merged["weights"].fillna(""), table["note"], shelf)]
     return pd.DataFrame(table)
+
+
+def _declared_word(value) -> str:
+    """'yes' / 'no' for transformers' _can_compile_fullgraph as the row recorded it; '' where the row has none (a
+    row from before the column, another library, or a class that does not say)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return ""
+    return "yes" if bool(value) else "no"
 
 
 def _join(first: str, second: str) -> str:
@@ -240,6 +251,7 @@ def _architectures_table(rows: pd.DataFrame, _rankings, _view) -> tuple[pd.DataF
                         "architecture": twin_rows["twin_of"], "note": "twin of " + twin_rows["twin_of"]})
     columns = list(TABLE_COLUMNS)
     columns.insert(columns.index("note"), "cause")
+    columns.insert(columns.index("evidence") + 1, DECLARED)
     return _table_from(ids.reset_index(drop=True), rows), columns
 
 
