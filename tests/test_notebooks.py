@@ -130,9 +130,9 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         assert lesson["embedding"][:3] == ["PASS", "sentence-transformers", "sentence-transformers/all-MiniLM-L6-v2"]
         assert lesson["embedding"][3].startswith("shelf:") and lesson["image"] == ["PASS", "diffusers"]
         # the real checkpoint from the shelf (`make test` installs it): English, token for token the reference's
-        result, verification, model_id, weights, text = lesson["real"]
+        result, verification, model_id, weights, real_text = lesson["real"]
         assert (result, verification, model_id) == ("PASS", "exact", "HuggingFaceTB/SmolLM2-135M-Instruct")
-        assert weights.startswith("shelf: gguf") and sum(w.isalpha() for w in text.split()) >= 10, text
+        assert weights.startswith("shelf: gguf") and sum(w.isalpha() for w in real_text.split()) >= 10, real_text
         # how do I run it myself: the row's own run.py, run with python3 in a cell, writes the row's tokens
         assert lesson["replayed"] and lesson["doctor"] == 0 and "skipped: no neuron device here" in text
         ex1 = lesson["ex1"]

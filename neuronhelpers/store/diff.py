@@ -299,5 +299,6 @@ def expected_frame(actual: pd.DataFrame) -> pd.DataFrame:
     for column in EXPECTED_COLUMNS:
         if column not in latest:
             latest[column] = None
+    latest["graph_breaks"] = pd.to_numeric(latest["graph_breaks"], errors="coerce").astype("Int64")  # 0, not 0.0
     frame = latest[EXPECTED_COLUMNS].sort_values("model_id").reset_index(drop=True)
     return frame.astype(object).where(frame.notna(), None)
