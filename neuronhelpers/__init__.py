@@ -16,7 +16,7 @@ Data flows one way, one subpackage per stage (the notebook that teaches each sta
 The names notebooks use are importable from here, so a lesson does not import internals (each is loaded on first
 use; ``import neuronhelpers`` stays light):
 
-    run_model, plan_run, summary_line, render_run_py, recipe_params, render_requirements, plan_model,
+    run_model, plan_run, summary_line, saved_output, render_run_py, recipe_params, render_requirements, plan_model,
     plan_cores, per_rank_layout, resolve_model, build_twin, broken_twin, perturbed_twin, twin_spec,
     architectures, verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, ranked_lines,
     twin_agreement, agreement_line, load_results, verdicts_per_pair,
@@ -36,6 +36,7 @@ EXPORTS = {
     "run_model": "neuronhelpers.run.harness:run_model",
     "plan_run": "neuronhelpers.run.harness:plan_run",
     "summary_line": "neuronhelpers.run.harness:summary_line",
+    "saved_output": "neuronhelpers.run.harness:saved_output",
     "render_run_py": "neuronhelpers.run.render:render_run_py",
     "recipe_params": "neuronhelpers.run.render:recipe_params",
     "render_requirements": "neuronhelpers.run.render:render_requirements",

@@ -92,3 +92,13 @@ def test_when_the_server_dies_runs_fall_back_to_a_fresh_python(tmp_path, fresh_s
 def test_turned_off_every_run_spawns(tmp_path, monkeypatch):
     monkeypatch.setenv(runner.FORK_SERVER_ENV, "0")
     assert runner.execute(write(tmp_path, SCRIPT), timeout=60).launcher == "spawn"
+
+
+def test_a_run_folder_gives_back_each_processs_json_line(tmp_path):
+    """What a row does not keep (a diffusion run's image) is read back from the run folder's saved logs."""
+    from neuronhelpers.run.harness import saved_output
+
+    (tmp_path / "device.stdout.txt").write_text('loading...\n{"ok": true, "image_png": "iVBOR"}\nbye\n')
+    (tmp_path / "reference.stdout.txt").write_text("Traceback: no JSON line\n")
+    assert saved_output(tmp_path) == {"ok": True, "image_png": "iVBOR"}
+    assert saved_output(tmp_path, "reference") is None and saved_output(tmp_path, "eager") is None

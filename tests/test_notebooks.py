@@ -19,7 +19,7 @@ EXECUTED = ROOT / "build" / "executed"
 # What each lesson claims, read from its variables after it ran.
 PROBES = {
     "01": """{"classic_rows": int((df.model_id == model).sum()), "classic_results": sorted(set(df[df.model_id == model].result)),
-             "model": model, "pairs": len(dataset.version_pairs(df)), "kept": len(kept), "demo_rows": len(frames[0]),
+             "model": model, "run_py_lines": len(run_py_lines), "pairs": len(dataset.version_pairs(df)), "kept": len(kept), "demo_rows": len(frames[0]),
              "warnings": [str(w.message) for w in caught], "step": step.label(), "ex1": exercise_1, "ex2": exercise_2}""",
     "02": """{"result": row["result"], "verification": row["verification"], "equal": row["tokens"] == row["reference_tokens"],
              "cold_compile": row["compile_s"], "warm_compile": warm["compile_s"], "warm_hit": bool(warm["cache_hit"]),
@@ -115,6 +115,7 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         assert lesson["pairs"] >= 2  # versions to compare
         assert "application/vnd.jupyter.widget-view+json" in kinds and kinds.count("image/png") >= 4
         assert lesson["model"] == "tiny/llama"  # the parameter, which every pair of the catalog holds
+        assert lesson["run_py_lines"] > 100 and "PARAMS = {" in text  # a row's own run.py, pulled out of the row
         # a damaged file is named and skipped, another tool's file is read: nothing recorded is lost
         assert lesson["kept"] == lesson["demo_rows"] + 1 and any("half-written.parquet" in w for w in lesson["warnings"])
         assert lesson["step"].startswith("transformers ") and " on inductor " in lesson["step"]

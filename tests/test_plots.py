@@ -234,3 +234,13 @@ def test_rank_layout_draws_each_ranks_memory_and_says_what_it_holds():
     assert notes.count("2 heads\n1 kv") == 2 and notes.count("2 heads\n1 kv\n4 experts") == 2
     assert [t.get_text() for t in ax.get_xticklabels()] == ["rank 0", "rank 1"]
     assert plots.rank_layout({"single": rows["single"]}, {}).texts  # nothing sharded: says so
+
+
+def test_causes_that_shorten_alike_keep_their_ends_so_no_two_bars_share_a_label():
+    shared = "RuntimeError: The size of tensor a (N) must match the size of tensor b (N) at non-singleton dimension "
+    causes = [shared + "3 @ transformers/models/*/modeling_*.py:forward", shared + "5 @ torch/_inductor/lowering.py:x",
+              "KeyError: 'x'"]
+    labels = plots.cause_labels(causes)
+    assert len(set(labels)) == 3 and labels[2] == "KeyError: 'x'"
+    assert labels[0].endswith("modeling_*.py:forward") and labels[1].endswith("lowering.py:x")
+    assert all(len(label) <= 72 for label in labels)

@@ -326,6 +326,15 @@ def _save_logs(folder: Path, name: str, outcome: ProcessOutcome) -> None:
     (folder / f"{name}.stderr.txt").write_text(outcome.stderr)
 
 
+def saved_output(folder: str | Path, process: str = "device") -> dict | None:
+    """The JSON line one run.py process of a run printed (``device``, ``reference`` or ``eager``), from the logs the
+    run folder keeps: what a row does not carry, e.g. a diffusion run's image. None where that process left no line."""
+    from neuronhelpers.run.process import last_json_line
+
+    path = Path(folder) / f"{process}.stdout.txt"
+    return last_json_line(path.read_text()) if path.is_file() else None
+
+
 def summary_line(row: dict) -> str:
     """One readable line for a row: model, result, cores, times, memory."""
     parts = [f"{row['model_id']}: {row['result']}"]

@@ -218,6 +218,16 @@ def pass_rate_by_family(df: pd.DataFrame, family: str = "model_type", top: int =
     return ax
 
 
+def cause_labels(causes, width: int = 70) -> list[str]:
+    """Each cause shortened to ``width`` characters for an axis; two causes that shorten alike (a long shared
+    beginning) keep their ends instead, so no two bars carry the same label."""
+    short = [textwrap.shorten(str(c), width=width, placeholder="…") for c in causes]
+    repeated = {label for label in short if short.count(label) > 1}
+    head = width // 2
+    return [f"{str(c)[:head].rstrip()} … {str(c)[-(width - head - 3):].lstrip()}" if label in repeated else label
+            for c, label in zip(causes, short)]
+
+
 def causes_bar(df: pd.DataFrame, top: int = 10, ax=None, *, results=(FAIL,)):
     """Horizontal bars: the root causes (``causes.rank_causes``) that block the most architectures, each bar as
     long as the number of architectures it blocks and coloured by its stage (legend outside the bars)."""
@@ -231,8 +241,7 @@ def causes_bar(df: pd.DataFrame, top: int = 10, ax=None, *, results=(FAIL,)):
     stages = [str(s).split(", ")[0] if s else "" for s in ranked["stage"]]
     colors = [STAGE_COLORS.get(s, OTHER_COLOR) for s in stages]
     bars = ax.barh(range(len(ranked)), ranked["count"].values, color=colors, height=0.6)
-    labels = [textwrap.shorten(str(c), width=70, placeholder="…") for c in ranked["cause"]]
-    ax.set_yticks(range(len(ranked)), labels, fontsize=7)
+    ax.set_yticks(range(len(ranked)), cause_labels(ranked["cause"]), fontsize=7)
     _integer_ticks(ax.xaxis)
     ax.set_xlim(0, ranked["count"].max() * 1.15 + 0.5)
     ax.set_xlabel("architectures blocked")
