@@ -7,12 +7,23 @@ device, no GPU), ``"cuda"`` or ``"neuron"``; elsewhere it is skipped with the re
 """
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The browser tests (the served explorer, the book): Debian's chromium, driven by Playwright; screenshots land here.
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def launch_chromium(playwright):
+    """Headless chromium with nothing of its own reaching for the network (sync, updates, QUIC)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+        "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"])
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,7 +11,6 @@ copies the reproduce command. Screenshots go to test-artifacts/:
 """
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import ROOT
+from conftest import ARTIFACTS, CHROMIUM, ROOT, launch_chromium
 from neuronhelpers.store import dataset
 from neuronhelpers.run import render as recipe
 from neuronhelpers.store import schema as results
@@ -32,8 +31,6 @@ from neuronhelpers.core.backends import get_backend
 from neuronhelpers.models.resolve import resolve_model
 from neuronhelpers.models.selected import SELECTED
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = ROOT / "test-artifacts"
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (make test installs it)")
 XSS = "<img src=x onerror=\"window.__pwned = 1\">"
 FOREIGN = "other-tool-neuronx-cc-2.21.parquet"
@@ -105,9 +102,7 @@ def test_a_catalog_user_browses_the_served_page(served):
     ARTIFACTS.mkdir(exist_ok=True)
     dialogs = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        browser = launch_chromium(p)
         context = browser.new_context(viewport={"width": 1400, "height": 1800}, accept_downloads=True,
                                       permissions=["clipboard-read", "clipboard-write"])
         page = context.new_page()

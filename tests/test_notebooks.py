@@ -3,13 +3,12 @@ after running it, a probe reads the lesson's own variables and checks the claim 
 
 import json
 import re
-import shutil
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from conftest import ROOT
+from neuronhelpers.ui.book import execute_in_copy
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # Each executed notebook is kept here (the probe cell removed) for the static book: `make book` and
@@ -85,15 +84,13 @@ def inject_parameters(nb, **overrides):
 
 
 def run_notebook(path, tmp_path):
-    work = tmp_path / "notebooks"
-    shutil.copytree(ROOT / "notebooks", work, ignore=shutil.ignore_patterns("*.ipynb"))
     nb = nbformat.read(path, as_version=4)
     inject_parameters(nb, **({"RESULTS": str(tmp_path / "results")} if path.stem.startswith("01") else {}),
                       **({"CATALOG": str(ROOT / "catalog")} if path.stem[:2] in ("01", "04", "05", "06") else {}))
     probe = PROBES[path.stem[:2]]
     nb.cells.append(nbformat.v4.new_code_cell(
         "import json as _json\nfrom pathlib import Path\nprint('LESSON ' + _json.dumps(" + probe + ", default=str))"))
-    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
+    execute_in_copy(nb, ROOT / "notebooks", tmp_path, timeout=900)
     EXECUTED.mkdir(parents=True, exist_ok=True)
     kept = nbformat.from_dict(nb)
     kept.cells = kept.cells[:-1]  # the probe is the test's, not the lesson's

@@ -9,20 +9,17 @@ copies in build/executed that the book is rendered from. Screenshots go to test-
 
 import os
 import re
-import shutil
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from conftest import ROOT
+from conftest import ARTIFACTS, CHROMIUM, ROOT, launch_chromium
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.ui.book import build_book, lesson_heading
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 EXECUTED = ROOT / "build" / "executed"  # where tests/test_notebooks.py keeps each executed notebook
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = ROOT / "test-artifacts"
 XSS = "<script>window.__pwned = 1</script>"
 # A script, style or image the page would fetch (a link a reader may follow, <a href>, is fine: nothing loads it).
 CDN = re.compile(r"""\bsrc=["']?(https?:)?//|<link\b[^>]*\bhref=["']?(https?:)?//""")
@@ -108,9 +105,7 @@ def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path
     ARTIFACTS.mkdir(exist_ok=True)
     fetched = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        browser = launch_chromium(p)
         context = browser.new_context(viewport={"width": 1400, "height": 1800})
         context.route(re.compile(r"^https?://"), lambda route: (fetched.append(route.request.url), route.abort()))
         page = context.new_page()

@@ -213,6 +213,12 @@ def version_pairs(df) -> list[tuple[str, str, str]]:
     return sorted(pairs, key=lambda p: (key(p[1]), key(p[2]), str(p[0])), reverse=True)
 
 
+def pair_rows(df, library: str, compiler_version: str, library_version: str):
+    """The rows of one library at one (compiler version, library version) pair."""
+    return df[(df["library"] == library) & (df["compiler_version"] == compiler_version)
+              & (df["library_version"] == library_version)]
+
+
 def verdicts_per_pair(df):
     """One line per (version pair, task): how many models, how many PASS / FAIL / UNTESTED (each model's newest row),
     the share that reached a verdict, and the pass rate of those tested: two different shares, named apart. The
@@ -221,8 +227,7 @@ def verdicts_per_pair(df):
 
     lines = []
     for library, compiler_version, library_version in version_pairs(df):
-        rows = df[(df.library == library) & (df.compiler_version == compiler_version) & (df.library_version == library_version)]
-        rows = newest_per_model(rows)
+        rows = newest_per_model(pair_rows(df, library, compiler_version, library_version))
         rows = rows.assign(task=rows["task"].fillna("(no task)")) if "task" in rows else rows.assign(task="(no task)")
         compiler = rows["compiler"].dropna().iloc[0] if "compiler" in rows and rows["compiler"].notna().any() else "compiler"
         for task, group in rows.groupby("task", sort=True):

@@ -18,7 +18,7 @@ import pandas as pd
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.vocab import FAIL, PASS, UNTESTED
-from neuronhelpers.store.dataset import newest_per_model
+from neuronhelpers.store.dataset import newest_per_model, pair_rows, version_pairs
 from neuronhelpers.store.schema import weights_kinds
 
 # Kinds of change, in the order they are listed. A row that became (or stopped being) UNTESTED is not a
@@ -148,18 +148,16 @@ def release_steps(df: pd.DataFrame, library: str | None = None) -> list[ReleaseS
     """Every comparison of neighbouring releases a results frame holds, library by library (never one library's
     version against another's): each library's consecutive versions under one compiler, then each compiler's
     consecutive versions under one library version; the newest first within each kind."""
-    from neuronhelpers.store.dataset import version_pairs
-
     steps = []
     pairs = version_pairs(df)  # newest first
     compilers = df.groupby("compiler_version")["compiler"].first().to_dict() if "compiler" in df else {}
     libraries = [library] if library else sorted({p[0] for p in pairs}, key=lambda lib: lib != vocab.TRANSFORMERS)
     for lib in libraries:
         mine = [p for p in pairs if p[0] == lib]
-        for kind_index, other_index in ((2, 1), (1, 2)):  # library releases first, then compiler releases
+        for shared in (1, 2):  # the compiler version shared (library releases) first, then the library version
             groups: dict[str, list] = {}
             for p in mine:
-                groups.setdefault(p[other_index], []).append(p)
+                groups.setdefault(p[shared], []).append(p)
             for group in groups.values():
                 for newer, older in zip(group, group[1:]):  # version_pairs' order: newest first
                     steps.append(ReleaseStep(lib, str(compilers.get(newer[1]) or "compiler"), older[1:], newer[1:]))
@@ -167,8 +165,8 @@ def release_steps(df: pd.DataFrame, library: str | None = None) -> list[ReleaseS
 
 
 def step_rows(df: pd.DataFrame, library: str, pair: tuple[str, str]) -> pd.DataFrame:
-    """The rows of one library at one (compiler version, library version) pair."""
-    return df[(df["library"] == library) & (df["compiler_version"] == pair[0]) & (df["library_version"] == pair[1])]
+    """The rows of one side of a release step: one library at one (compiler version, library version) pair."""
+    return pair_rows(df, library, *pair)
 
 
 def release_changes(df: pd.DataFrame, step: ReleaseStep, **thresholds) -> pd.DataFrame:
@@ -191,18 +189,26 @@ def _ops(value) -> set | None:
     return {str(op) for op in value}
 
 
+def _weaker_evidence(old_level, new_level) -> bool:
+    """A PASS level that is lower than before (both from vocab.PASS_EVIDENCE_ORDER)."""
+    order = vocab.PASS_EVIDENCE_ORDER
+    return old_level in order and new_level in order and order.index(new_level) > order.index(old_level)
+
+
+def _more_graph_breaks(before, after) -> bool:
+    return _present(before) and _present(after) and float(after) > float(before)
+
+
 def _evidence_changes(base: dict, ra, rb) -> list[dict]:
     """Changes in what an unchanged verdict stands on: a PASS checked less strictly, a graph break or a CPU-fallback
     op that was not there, a speed-up that fell by more than SPEEDUP_MARGIN."""
     out = []
-    order = vocab.PASS_EVIDENCE_ORDER
     old_level, new_level = ra.get("evidence"), rb.get("evidence")
-    if ra["result"] == rb["result"] == PASS and old_level in order and new_level in order \
-            and order.index(new_level) > order.index(old_level):
+    if ra["result"] == rb["result"] == PASS and _weaker_evidence(old_level, new_level):
         out.append({**base, "change": "lower evidence", "column": "evidence", "old_evidence": old_level,
                     "new_evidence": new_level})
     before, after = ra.get("graph_breaks"), rb.get("graph_breaks")
-    if _present(before) and _present(after) and after > before:
+    if _more_graph_breaks(before, after):
         out.append({**base, "change": "new graph break", "column": "graph_breaks", "old_value": float(before),
                     "new_value": float(after)})
     old_ops, new_ops = _ops(ra.get("fallback_ops")), _ops(rb.get("fallback_ops"))
@@ -277,15 +283,12 @@ def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *, only_tested:
 def _expected_evidence_notes(model: str, row, got) -> list[str]:
     """Notes for an unchanged verdict whose evidence weakened against the expected file's line."""
     out = []
-    order = vocab.PASS_EVIDENCE_ORDER
     want_level, got_level = getattr(row, "evidence", None), _text(got.get("evidence"))
-    if row.result == PASS and want_level in order and got_level in order \
-            and order.index(got_level) > order.index(want_level):
+    if row.result == PASS and _weaker_evidence(want_level, got_level):
         out.append(f"{model}: same verdict, lower evidence: {got_level} (was {want_level})")
     want_breaks, got_breaks = getattr(row, "graph_breaks", None), got.get("graph_breaks")
-    if want_breaks is not None and _present(want_breaks) and _present(got_breaks):
-        if float(got_breaks) > float(want_breaks):
-            out.append(f"{model}: same verdict, new graph break: {int(float(got_breaks))} (was {int(float(want_breaks))})")
+    if _more_graph_breaks(want_breaks, got_breaks):
+        out.append(f"{model}: same verdict, new graph break: {int(float(got_breaks))} (was {int(float(want_breaks))})")
     return out
 
 

@@ -178,21 +178,29 @@ def navigation(previous, following) -> str:
             f'{link(following, "next", "→")}</nav>')
 
 
-def execute_notebook(source: Path, target: Path, *, timeout: int = 900) -> None:
-    """Execute a notebook headless (kernel python3) in a temporary copy of its folder, as the notebook tests do,
-    so nothing it writes lands in the repository; its ``../catalog`` is the committed one. Saves the copy to
-    ``target``."""
-    import nbformat
+def execute_in_copy(nb, notebooks_dir: Path, work_root: Path, *, timeout: int = 900):
+    """Execute a notebook headless (kernel python3) in a copy of its folder under ``work_root``, so nothing it writes
+    lands in the repository; its ``../catalog`` is the committed one. Returns the notebook, outputs filled in (the
+    notebook tests run each lesson this way too)."""
     from nbclient import NotebookClient
 
+    work = Path(work_root) / "notebooks"
+    shutil.copytree(notebooks_dir, work, ignore=shutil.ignore_patterns("*.ipynb"))
+    catalog = Path(notebooks_dir).parent / "catalog"
+    if catalog.is_dir():
+        (Path(work_root) / "catalog").symlink_to(catalog, target_is_directory=True)
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
+    return nb
+
+
+def execute_notebook(source: Path, target: Path, *, timeout: int = 900) -> None:
+    """Execute one notebook file in a temporary copy of its folder (``execute_in_copy``) and save the executed copy
+    to ``target``."""
+    import nbformat
+
     print(f"book: executing {source.name} (no executed copy yet)", flush=True)
+    nb = nbformat.read(source, as_version=4)
     with tempfile.TemporaryDirectory(prefix="nh-book-") as tmp:
-        work = Path(tmp) / "notebooks"
-        shutil.copytree(source.parent, work, ignore=shutil.ignore_patterns("*.ipynb"))
-        catalog = source.parent.parent / "catalog"
-        if catalog.is_dir():
-            (Path(tmp) / "catalog").symlink_to(catalog, target_is_directory=True)
-        nb = nbformat.read(source, as_version=4)
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
+        execute_in_copy(nb, source.parent, Path(tmp), timeout=timeout)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)

@@ -21,7 +21,8 @@ from neuronhelpers.store.dataset import newest_per_model
 # The colour of each result, the one table: these plots and the explorer (its result labels and its summary chart).
 PASS_COLOR = "#2e7d32"
 FAIL_COLOR = "#c62828"
-RESULT_COLORS = {PASS: PASS_COLOR, FAIL: FAIL_COLOR}
+UNTESTED_COLOR = "#6a4ca0"
+RESULT_COLORS = {PASS: PASS_COLOR, FAIL: FAIL_COLOR, vocab.UNTESTED: UNTESTED_COLOR}
 # One colour per stage (FAIL stages and UNTESTED reasons), the same in every plot.
 STAGE_COLORS = {
     vocab.STAGE_LOAD: "#8c564b", vocab.STAGE_COMPILE: "#d62728", vocab.STAGE_RUN: "#ff7f0e",
@@ -354,12 +355,11 @@ def verdicts_per_release(df: pd.DataFrame, ax=None):
     table = counts.groupby(["compiler", "library"], sort=False)[[PASS, FAIL, vocab.UNTESTED]].sum().iloc[::-1]
     labels = [f"{library} / {compiler}" for compiler, library in table.index]
     left = pd.Series(0, index=table.index)
-    colors = {**RESULT_COLORS, vocab.UNTESTED: "#9e9e9e"}
     for result in (PASS, FAIL, vocab.UNTESTED):
         values = table[result]
         if values.sum() == 0:
             continue
-        bars = ax.barh(range(len(table)), values.values, left=left.values, color=colors[result], height=0.6, label=result)
+        bars = ax.barh(range(len(table)), values.values, left=left.values, color=RESULT_COLORS[result], height=0.6, label=result)
         for bar, value in zip(bars, values.values):
             if value:
                 ax.annotate(str(int(value)), (bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2),

@@ -11,7 +11,7 @@ import html
 
 import pandas as pd
 
-from neuronhelpers.core.vocab import FAIL, PASS
+from neuronhelpers.core.vocab import FAIL, PASS, UNTESTED
 from neuronhelpers.ui.explorer.frames import DECIMALS, RESULT_ORDER, THOUSANDS, result_kind
 from neuronhelpers.ui.plots import RESULT_COLORS
 
@@ -19,7 +19,7 @@ STYLE = """<style>
 .nh-table{border-collapse:collapse;font-size:13px}.nh-table th,.nh-table td{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 .nh-table caption{text-align:left;font-weight:600;padding:4px 0}
 .nh-PASS{color:%(pass)s;font-weight:600}.nh-FAIL{color:%(fail)s;font-weight:600}.nh-EXCLUDED{color:#8a6d00}
-.nh-untested{color:#777}.nh-UNTESTED{color:#6a4ca0;font-weight:600}.nh-other{color:#b35c00;font-weight:600}
+.nh-untested{color:#777}.nh-UNTESTED{color:%(untested)s;font-weight:600}.nh-other{color:#b35c00;font-weight:600}
 .nh-code{background:#f6f8fa;padding:8px;margin:0;overflow:auto;max-height:320px;font-size:12px;white-space:pre}
 .nh-scroll{max-height:320px;overflow:auto;border:1px solid #ddd}.nh-scroll pre{margin:0;font-size:12px}
 .nh-bar{display:flex;gap:12px;align-items:center;font-size:12px;margin:2px 0}
@@ -41,7 +41,8 @@ STYLE = """<style>
 .nh-explorer .nh-grid button.nh-sortbtn{font-weight:600;font-size:12px;min-height:24px;white-space:normal;text-align:left;
  line-height:1.2;padding:2px 6px;background:#f0f0f0;border:none;border-bottom:1px solid #ccc;border-radius:0;box-shadow:none;
  overflow:visible;text-overflow:clip}
-</style>""" % {"pass": RESULT_COLORS[PASS], "fail": RESULT_COLORS[FAIL]}
+</style>""" % {"pass": RESULT_COLORS[PASS], "fail": RESULT_COLORS[FAIL],
+                "untested": RESULT_COLORS[UNTESTED]}
 # Only in the widget: where the widget renders, the static fallback beside it is hidden.
 WIDGET_STYLE = "<style>.nh-static{display:none}</style>"
 
