@@ -31,6 +31,15 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PIP=("$VENV/bin/python" -m pip)
 if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
+  # The default pair is a CUDA build (about 7 GB installed with its nvidia wheels and our dependencies): say so in one
+  # line before pip fills the disk half way (a CI run once stopped with "No space left on device" 32 s in).
+  need_gb=${NEURONHELPERS_SETUP_NEEDS_GB:-$([ "$TORCH_SPEC" = "torch==2.14.1 torchvision==0.29.1" ] && echo 8 || echo 3)}
+  free_gb=$(df -Pk "$VENV" | awk 'NR==2 {print int($4 / 1048576)}')
+  if [ "$free_gb" -lt "$need_gb" ]; then
+    echo "setup: $TORCH_SPEC needs about $need_gb GB free under $VENV and $free_gb GB are: free some disk, or choose the" \
+         "CPU-only wheel without vision (TORCH_SPEC=\"torch==2.13.0\", about 3 GB in all)" >&2
+    exit 1
+  fi
   "${PIP[@]}" install --quiet --upgrade pip
   echo "setup: installing $TORCH_SPEC"
   # TORCH_INDEX_URL (e.g. https://download.pytorch.org/whl/cpu) where the wheels are not on the default index.

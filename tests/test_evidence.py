@@ -37,7 +37,8 @@ def test_a_mismatch_the_eager_run_repeats_is_not_blamed_on_the_compiler():
     row = {"result": "FAIL", "stage": "mismatch", "device_eager": "ran"}
     assert evidence_level({**row, "eager_equals_compiled": True}) == "eager_wrote_the_same"
     assert evidence_level({**row, "eager_equals_compiled": False}) == "compiled_failed_eager_ran"
-    assert evidence_level({"result": "FAIL", "stage": "reference", "device_eager": "ran"}) == "eager_not_tried"
+    assert evidence_level({"result": "FAIL", "stage": "reference", "device_eager": "ran"}) == "reference_failed"
+    assert evidence_level({"result": "FAIL", "stage": "reference"}) == "reference_failed"
 
 
 def test_no_verdict_no_evidence_and_every_level_is_explained():

@@ -44,6 +44,25 @@ def test_setup_keeps_the_torch_a_python_already_has(tmp_path):
     assert not list((venv / "lib").glob("python*/site-packages/torch"))  # nothing installed into the venv
 
 
+def test_setup_says_in_one_line_when_the_disk_cannot_hold_torch(tmp_path):
+    """A CI run once died 32 s into pip with "No space left on device": setup checks the free space first and names
+    what it needs, what is free and the smaller choice, before pip writes anything."""
+    import subprocess
+    import sys
+
+    base = getattr(sys, "_base_executable", sys.executable)
+    if subprocess.run([base, "-c", "import torch"], capture_output=True).returncode == 0:
+        pytest.skip("the base interpreter has torch: setup keeps it and installs none")
+    venv = tmp_path / "venv"
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "setup_env.sh"), str(venv)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHON": base, "PIP_NO_INDEX": "1",
+                                                       "NEURONHELPERS_SETUP_NEEDS_GB": "1000000"})
+    assert proc.returncode == 1
+    assert "needs about 1000000 GB free under" in proc.stderr and 'TORCH_SPEC="torch==2.13.0"' in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "installing" not in proc.stdout
+    assert not list((venv / "lib").glob("python*/site-packages/torch"))
+
+
 def test_ci_runs_the_readmes_test_command():
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     assert "make test" in (ROOT / "README.md").read_text() and "make demo" in (ROOT / "README.md").read_text()

@@ -116,6 +116,7 @@ EVIDENCE_EAGER_RAN = "compiled_failed_eager_ran"
 EVIDENCE_EAGER_SAME_TOKENS = "eager_wrote_the_same"
 EVIDENCE_EAGER_FAILED = "eager_failed_too"
 EVIDENCE_EAGER_UNKNOWN = "eager_not_tried"
+EVIDENCE_REFERENCE_FAILED = "reference_failed"
 EVIDENCE = {
     EVIDENCE_EXACT: "PASS: every token equals the CPU eager reference's.",
     EVIDENCE_NEAR_TIE: "PASS: the tokens equal the reference's up to a position where the reference was nearly tied.",
@@ -128,6 +129,8 @@ EVIDENCE = {
     "the compiler.",
     EVIDENCE_EAGER_FAILED: "FAIL, and the model failed eagerly on the device too.",
     EVIDENCE_EAGER_UNKNOWN: "FAIL; whether the device runs it eagerly was not tried (`device_eager` says why).",
+    EVIDENCE_REFERENCE_FAILED: "FAIL before the device ran: the CPU eager reference itself failed, so neither the "
+    "device nor the compiler was tried (the row's `error` says why the reference failed).",
 }
 # PASS levels in order, strongest first: a row whose level falls in this list is worth reporting (`diff`).
 PASS_EVIDENCE_ORDER = [EVIDENCE_EXACT, EVIDENCE_NEAR_TIE, EVIDENCE_WITHIN_TOLERANCE, EVIDENCE_JUDGED]

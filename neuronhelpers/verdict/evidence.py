@@ -1,7 +1,8 @@
 """What a verdict stands on: the level of evidence of a row, and the eager run on the device beside it.
 
 A PASS is as strong as its check (``exact`` > ``near_tie`` > ``within_tolerance`` > ``judged``); a FAIL says whether
-the device ran the model eagerly (the compiler is the obstacle), failed eagerly too, or was not tried. The words are
+the device ran the model eagerly (the compiler is the obstacle), failed eagerly too, or was not tried, or that the
+CPU reference failed before the device ran at all. The words are
 ``vocab.EVIDENCE`` and ``vocab.DEVICE_EAGER``; the card explains both. ``speedup`` is compiled over eager, measured
 back to back in one run.py process (never across runs: on a busy machine rates swing tenfold minutes apart).
 """
@@ -28,8 +29,8 @@ def evidence_level(row: dict) -> str | None:
         return _PASS_LEVEL.get(row.get("verification"))
     if row.get("result") == vocab.FAIL:
         word, stage = eager_word(row.get("device_eager")), row.get("stage")
-        if stage == vocab.STAGE_REFERENCE:  # the CPU reference failed: nothing is known about the device's run
-            return vocab.EVIDENCE_EAGER_UNKNOWN
+        if stage == vocab.STAGE_REFERENCE:  # the CPU reference failed first: the device never ran, eager or compiled
+            return vocab.EVIDENCE_REFERENCE_FAILED
         if word == vocab.DEVICE_EAGER_RAN and stage == vocab.STAGE_MISMATCH and row.get("eager_equals_compiled") is True:
             return vocab.EVIDENCE_EAGER_SAME_TOKENS
         return {vocab.DEVICE_EAGER_RAN: vocab.EVIDENCE_EAGER_RAN,
