@@ -172,3 +172,23 @@ def test_too_many_jobs_is_a_clear_error():
 
     with pytest.raises(UserError, match="--jobs 999 is more than"):
         cpu_slots(999)
+
+
+def test_the_sweeps_closing_table_shows_this_environments_version_pair_only(tmp_path, capsys):
+    """A folder swept by several releases holds the same model under each: the table after a sweep lists the row of
+    the installed compiler and library only (before, every pair's row, unlabelled)."""
+    from types import SimpleNamespace
+
+    from conftest import result_row
+    from neuronhelpers.cli.commands_run import _summarise
+    from neuronhelpers.core import versions
+    from neuronhelpers.core.backends import get_backend
+
+    backend = get_backend("cpu")
+    mine = dict(compiler_version=versions.compiler_for(backend)[1], library_version=versions.library_version("transformers"))
+    dataset.append_rows(tmp_path, [result_row("tiny/llama", "PASS", **mine),
+                                   result_row("tiny/llama", "FAIL", compiler_version="0.0.1", library_version="4.0.0"),
+                                   result_row("tiny/other", "PASS", **mine)])
+    _summarise(["tiny/llama"], [], SimpleNamespace(out=str(tmp_path)), backend, include_excluded=False)
+    out = capsys.readouterr().out
+    assert "0 run now, 1 recorded: 1 PASS" in out and "FAIL" not in out.split("Next:")[0]

@@ -88,8 +88,7 @@ def _summarise(models: list[str], rows: list[dict], args, backend, include_exclu
     do next."""
     import warnings
 
-    from neuronhelpers.core import versions
-    from neuronhelpers.store.dataset import DatasetWarning, load_results
+    from neuronhelpers.store.dataset import DatasetWarning, load_results, select_pair
     from neuronhelpers.sweep.local import excluded_rows, summary_frame
 
     with warnings.catch_warnings():
@@ -100,9 +99,7 @@ def _summarise(models: list[str], rows: list[dict], args, backend, include_exclu
         wanted |= {r["model_id"] for r in excluded_rows(backend)}
     shown = df[df.model_id.isin(wanted) & (df.backend == backend.name)]
     # Only this environment's version pair: the folder may hold the same models under other releases.
-    installed = {library: versions.library_version(library) for library in shown.library.dropna().unique()}
-    shown = shown[(shown.compiler_version == versions.compiler_for(backend)[1])
-                  & (shown.library.map(installed) == shown.library_version)].sort_values("model_id")
+    shown = select_pair(shown, "current", backend)[0].sort_values("model_id")
     print(summary_frame(shown).to_string(index=False))
     counts = shown.result.value_counts().to_dict()
     print(f"{len(rows)} run now, {len(shown)} recorded: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))

@@ -242,10 +242,10 @@ def verdicts_per_pair(df):
                                         "with a verdict", "pass rate of tested"])
 
 
-def select_pair(df, pair: str | None):
-    """The rows of one version pair: ``"current"`` (this environment's compiler, and for each row's library its
-    installed version), ``"newest"`` (the newest compiler, and each library's newest release under it),
-    ``"COMPILER_VERSION,LIBRARY_VERSION"``, or all rows when None.
+def select_pair(df, pair: str | None, backend=None):
+    """The rows of one version pair: ``"current"`` (this environment's compiler on ``backend``, default the detected
+    one, and for each row's library its installed version), ``"newest"`` (the newest compiler, and each library's
+    newest release under it), ``"COMPILER_VERSION,LIBRARY_VERSION"``, or all rows when None.
     Returns (rows, (compiler version, library version) or None)."""
     if pair is None:
         return df, None
@@ -253,7 +253,7 @@ def select_pair(df, pair: str | None):
         from neuronhelpers.core import versions
         from neuronhelpers.core.backends import get_backend
 
-        compiler = versions.compiler_for(get_backend("auto"))[1]
+        compiler = versions.compiler_for(backend or get_backend("auto"))[1]
         installed = {lib: versions.library_version(lib) for lib in df["library"].dropna().unique()}
         mine = df.library.map(installed) == df.library_version
         return df[(df.compiler_version == compiler) & mine], (compiler, versions.library_version(vocab.TRANSFORMERS))

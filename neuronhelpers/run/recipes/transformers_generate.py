@@ -63,45 +63,63 @@ def device_run(params, rank=None):
         prompt_len = inputs["input_ids"].shape[1]
         tokens = generated_tokens(model, out, prompt_len)
         figures = dynamo_figures(recompiles, params["compile_backend"])  # before the eager run adds nothing to them
+        peak = peak_memory_bytes(str(device))  # the compiled run's, before the eager calls
+        eager = eager_comparison(model, inputs, kwargs, params, rank is not None, tokens, clock.figures(),
+                                 timings["generate_s"])
+        timings.update(eager.pop("compiled_best", {}))  # the compiled rate as measured beside the eager one
         return {
-            "ok": True,
-            "mode": "device",
-            "tokens": tokens,
+            "ok": True, "mode": "device", "tokens": tokens,
             "text": tokenizer.decode(tokens, skip_special_tokens=True),
             "warm_equals_cold": tokens == generated_tokens(model, first, prompt_len),
             "prompt_tokens": prompt_len,
             "timings": timings,
-            "peak_memory_bytes": peak_memory_bytes(str(device)),
+            "peak_memory_bytes": peak,
             "compile_cache": compile_cache_counters(params["compile_backend"]),
-            "retraced": dynamo_traced(),
-            "recompile_reasons": recompiles.reasons[-3:],
+            "retraced": dynamo_traced(), "recompile_reasons": recompiles.reasons[-3:],
             "dynamo": figures,
             "declared_fullgraph": getattr(type(model), "_can_compile_fullgraph", None),
-            "eager": eager_comparison(model, inputs, kwargs, params, rank is not None, tokens),
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
+            "eager": eager,
+            "torch": torch.__version__, "transformers": transformers.__version__,
         }
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a classified result
         return failed(exc, stage, timings, recompile_reasons=recompiles.reasons[-3:],
                       dynamo=dynamo_figures(recompiles, params["compile_backend"], exc))
 
 
-def eager_comparison(model, inputs, kwargs, params, sharded, compiled_tokens):
+def eager_comparison(model, inputs, kwargs, params, sharded, compiled_tokens, compiled_figures, compiled_s):
     """The same generate() with the same static cache, eagerly (nothing compiled), in this process right after the
     warm compiled call and timed the same way: a speed-up measured back to back, not across machines or minutes.
+    Where a call is quick (under QUICK_CALL_S) the two alternate, TIMING_ROUNDS eager calls between compiled ones, and
+    each side keeps its best decode rate: one call on a shared machine can lose tenfold to a neighbour's burst.
     Bounded: never for a sharded run, nor above params["eager_max_parameters"] (the reason goes in the row)."""
     import torch
 
-    clock, outputs = TokenClock(), []
-    with torch.inference_mode():
-        out = eager_seconds(params, sharded, sum(p.numel() for p in model.parameters()),
-                            lambda: outputs.append(model.generate(**inputs, **kwargs, disable_compile=True,
-                                                                  streamer=clock)))
-    if outputs:  # it ran: the decode rate from the token clock, as the compiled call's
+    prompt_len = inputs["input_ids"].shape[1]
+    rounds = TIMING_ROUNDS if compiled_s < QUICK_CALL_S else 1
+    eager_calls, compiled_calls = [], [compiled_figures]
+
+    def call(**extra):
+        clock = TokenClock()
+        with torch.inference_mode():
+            output = model.generate(**inputs, **kwargs, streamer=clock, **extra)
+        return clock.figures(), generated_tokens(model, output, prompt_len)
+
+    def alternate():
+        for i in range(rounds):
+            eager_calls.append(call(disable_compile=True))
+            if i < rounds - 1:
+                compiled_calls.append(call()[0])
+
+    out = eager_seconds(params, sharded, sum(p.numel() for p in model.parameters()), alternate)
+    if out["device_eager"] == "ran":  # the decode rates from the token clock, as the compiled call's
         out.pop("seconds")
-        tokens = generated_tokens(model, outputs[0], inputs["input_ids"].shape[1])
-        out.update(eager_decode_tokens_per_s=clock.figures().get("decode_tokens_per_s"),
-                   eager_equals_compiled=tokens == compiled_tokens)
+
+        def rate(figures):
+            return figures.get("decode_tokens_per_s") or 0.0
+
+        out.update(eager_decode_tokens_per_s=max(rate(f) for f, _ in eager_calls) or None,
+                   eager_equals_compiled=eager_calls[0][1] == compiled_tokens,
+                   compiled_best=max(compiled_calls, key=rate))
     return out
 
 
@@ -249,6 +267,10 @@ def reference_run(params):
 
 
 # ---- helpers -----------------------------------------------------------------------------------------------
+TIMING_ROUNDS = 3  # eager calls alternating with compiled ones, where a call is quick (eager_comparison)
+QUICK_CALL_S = 2.0
+
+
 class TokenClock:
     """A generate() streamer that timestamps each new token: gives time to first token and decode rate."""
 
