@@ -80,9 +80,11 @@ def test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_ful
     params = recipe.recipe_params(resolve_model("tiny/qwen3"), get_backend("cpu"))
     result = rendered_namespace(params)["device_run"](params)
     assert result["ok"], result.get("error")
-    # cold and warm compiled, then the same call eagerly (disable_compile) for the speed-up, in the same process
-    assert len(seen) == 3 and len(result["tokens"]) == 32 and result["warm_equals_cold"]
-    assert [kwargs.get("disable_compile", False) for kwargs in seen] == [False, False, True]
+    # cold and warm compiled, then the same call eagerly (disable_compile) for the speed-up, in the same process:
+    # where the warm call is quick, three eager calls alternate with compiled ones
+    rounds = 3 if result["timings"]["generate_s"] < 2.0 else 1
+    assert len(result["tokens"]) == 32 and result["warm_equals_cold"]
+    assert [kwargs.get("disable_compile", False) for kwargs in seen] == [False, False] + [True, False] * (rounds - 1) + [True]
     assert result["eager"]["device_eager"] == "ran" and result["eager"]["eager_equals_compiled"]
     for kwargs in seen:
         config = kwargs["compile_config"]
