@@ -8,7 +8,8 @@ Data flows one way, one subpackage per stage (the notebook that teaches each sta
     run/       plan (cores, TP / EP) -> run.py rendered from recipes/ -> its process tree
                (fork server, timeout) -> CPU reference -> the harness that makes the row      [02, 03]
     verdict/   token and tensor checks, the judge, failure classification, root causes        [04, 06]
-    store/     the row schema, version-pair Parquet files, diff and the gate, card, publish   [01, 05]
+    store/     the row schema, version-pair Parquet files (ours and the published layout), diff and the gate,
+               card, publish                                                                  [01, 05]
     sweep/     many models, one process tree each: locally or on a Ray cluster              [05]
     ui/        the explorer, plots, the Voila app                                            [01, 06]
     cli/       the ``neuronhelpers`` command and ``doctor``
@@ -19,7 +20,8 @@ use; ``import neuronhelpers`` stays light):
     run_model, plan_run, summary_line, saved_output, render_run_py, recipe_params, render_requirements, plan_model,
     plan_cores, per_rank_layout, resolve_model, build_twin, broken_twin, perturbed_twin, twin_spec,
     architectures, verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, ranked_lines,
-    twin_agreement, agreement_line, load_results, verdicts_per_pair,
+    twin_agreement, agreement_line, trainium_agreement, trainium_agreement_line, load_results, verdicts_per_pair,
+    write_published_example, ran_on_labels,
     diff_results, release_steps, release_changes, change_counts, check_expected, expected_frame, write_card, render_card, publish, sweep_models,
     summary_frame, sweep_on_ray, FleetReport, explore, doctor, detect_backend, get_backend, hub_reachable,
     hub_status_line, compiler_for, UserError, vocab, plots, settings
@@ -56,6 +58,10 @@ EXPORTS = {
     "untested_reasons": "neuronhelpers.verdict.causes:untested_reasons",
     "twin_agreement": "neuronhelpers.verdict.agreement:twin_agreement",
     "agreement_line": "neuronhelpers.verdict.agreement:agreement_line",
+    "trainium_agreement": "neuronhelpers.verdict.agreement:trainium_agreement",
+    "trainium_agreement_line": "neuronhelpers.verdict.agreement:trainium_agreement_line",
+    "write_published_example": "neuronhelpers.store.example:write_published_example",
+    "ran_on_labels": "neuronhelpers.store.schema:ran_on_labels",
     "load_results": "neuronhelpers.store.dataset:load_results",
     "diff_results": "neuronhelpers.store.diff:diff_results",
     "release_steps": "neuronhelpers.store.diff:release_steps",

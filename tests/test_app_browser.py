@@ -8,6 +8,9 @@ copies the reproduce command. Screenshots go to test-artifacts/:
     explorer-trending.png  Trending, one task, untested models with their architecture twin's verdict as a hint
     explorer-detail.png    a model's detail: reproduce line, versions, timings, run.py with download and copy
     explorer-gemma2.png    a failed twin whose strings try to inject markup (shown as text)
+    explorer-published.png a folder in the published dataset's layout: cores, memory, what each row ran on, the
+                           date, an exclusion's reason
+    explorer-published-detail.png  one such model's detail, the published columns as recorded
 """
 
 import os
@@ -75,25 +78,7 @@ def served(tmp_path_factory):
                         run_py="# run.py\n", **{**common, "wall_s": 31.0}),
     ])
     write_foreign(folder)
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "neuronhelpers", "app", "--results", str(folder), "--port", str(port)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail(proc.stdout.read().decode()[-3000:])
-            time.sleep(0.5)
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+    yield from _serve(folder)
 
 
 def test_a_catalog_user_browses_the_served_page(served):
@@ -177,5 +162,94 @@ def test_a_catalog_user_browses_the_served_page(served):
         page.screenshot(path=str(ARTIFACTS / "explorer-gemma2.png"), full_page=True)
         assert page.evaluate("window.__pwned") is None and dialogs == []
         assert page.locator("img[src=x]").count() == 0
+        assert XSS in page.locator("body").inner_text()
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def served_published(tmp_path_factory):
+    """The app over a folder in the published dataset's layout: the made-up example (two files, one without
+    `exclusion`) and one more file whose untrusted text tries to inject markup."""
+    from neuronhelpers.store import example
+
+    folder = example.write_published_example(tmp_path_factory.mktemp("app-published"))
+    hostile = example.example_rows(example.NEWER).slice(0, 1).to_pylist()[0]
+    hostile.update(model_id="Qwen/Qwen3-8B", neuronx_cc="2.21.0.0", notes=XSS, runner=f"runner {XSS}")
+    pq.write_table(pa.Table.from_pylist([hostile], schema=results.PUBLISHED_SCHEMA), folder / "data" / "hostile.parquet")
+    yield from _serve(folder)
+
+
+def _serve(folder: Path):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "neuronhelpers", "app", "--results", str(folder), "--port", str(port)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(proc.stdout.read().decode()[-3000:])
+            time.sleep(0.5)
+    yield url
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_the_published_layout_shows_cores_memory_reason_date_and_runner(served_published):
+    """explorer-published.png: the published layout's rows in the Selected view (cores, memory, what they ran on, the
+    date, an exclusion's reason); explorer-published-detail.png: one model's published columns, as recorded."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    dialogs = []
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(served_published, timeout=120_000)
+        ui = page.locator(".nh-explorer")
+        summary = ui.locator(".nh-summary")
+        summary.get_by_text("Selected: ").wait_for(timeout=120_000)
+        assert "made-up example in the published layout" in ui.locator(".nh-notice").inner_text()
+        page.locator("select").filter(has=page.locator("option", has_text="neuronx-cc 2.23.6484.0")).select_option(
+            "neuronx-cc 2.23.6484.0")
+        page.locator("select").filter(has=page.locator("option", has_text="5.23.0")).select_option("5.23.0")
+        page.get_by_placeholder("filter by name").fill("llama")
+        page.get_by_placeholder("filter by name").press("Enter")
+        grid = ui.locator(".nh-grid")
+        grid.get_by_text("17.30").first.wait_for(timeout=30_000)  # hbm_peak_gb, to the digit
+        for text in ("meta-llama/Llama-3.1-8B-Instruct", "Trainium", "2026-12-02", "1433"):
+            assert text in grid.inner_text(), text
+        page.get_by_placeholder("filter by name").fill("")
+        page.get_by_placeholder("filter by name").press("Enter")
+        page.locator("select").filter(has=page.locator("option", has_text="text-to-image")).select_option(
+            "text-generation")  # the task's models fit one page
+        grid.get_by_text("too large: needs more than 16 cores").wait_for(timeout=30_000)  # the exclusion's reason
+        page.screenshot(path=str(ARTIFACTS / "explorer-published.png"), full_page=True)
+
+        page.get_by_role("button", name="meta-llama/Llama-3.1-8B-Instruct", exact=True).click()
+        recorded = ui.get_by_text("As the published dataset records it")
+        recorded.wait_for(timeout=30_000)
+        detail = ui.locator(".nh-table").filter(has_text="runner")
+        assert "neuronhelpers-example" in detail.inner_text() and "english" in detail.inner_text()
+        tables = " ".join(ui.locator(".nh-table").all_inner_texts())
+        for label in ("17.30 GiB", "2026-12-02 09:30:15 UTC", "neuronx-cc 2.23.6484.0", "Trainium"):
+            assert label in tables, label
+        assert "2 (none)" not in tables  # the published dataset records no parallelism: the count alone
+        page.screenshot(path=str(ARTIFACTS / "explorer-published-detail.png"), full_page=True)
+
+        # a published row's untrusted text arrives as text
+        page.locator("select").filter(has=page.locator("option", has_text="neuronx-cc 2.21.0.0")).select_option(
+            "neuronx-cc 2.21.0.0")
+        page.get_by_role("button", name="Qwen/Qwen3-8B", exact=True).click()
+        ui.locator("h3", has_text="Qwen/Qwen3-8B").wait_for(timeout=30_000)
+        ui.locator(".nh-table", has_text="runner").wait_for(timeout=30_000)
+        assert page.evaluate("window.__pwned") is None and dialogs == [] and page.locator("img[src=x]").count() == 0
         assert XSS in page.locator("body").inner_text()
         browser.close()

@@ -89,8 +89,13 @@ def test_a_file_with_only_the_published_columns_reads_with_the_rest_null(tmp_pat
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a valid foreign file reads without a warning
         df = dataset.load_results(tmp_path).set_index("model_id")
-    assert list(df.columns) == [c for c in results.COLUMN_NAMES if c != "model_id"]
+    # our columns, then the published names of two of them (tp is neuron_cores, tested_at the timestamp)
+    assert list(df.columns) == [c for c in results.COLUMN_NAMES if c != "model_id"] + list(results.ALIASES)
     assert df.loc["meta-llama/Llama-3.1-8B", "neuron_cores"] == 4 and df.loc["Qwen/Qwen3-0.6B", "result"] == "PASS"
+    assert df.loc["meta-llama/Llama-3.1-8B", "tp"] == 4
+    # a row naming a neuronx-cc version ran on Trainium: the pickers and diff place it by compiler
+    assert set(df["backend"]) == {"neuron"} and set(df["compiler"]) == {"neuronx-cc"}
+    assert set(df["compiler_version"]) == {"2.21.0"}
     assert df["wall_s"].isna().all() and df["run_py"].isna().all()
 
 

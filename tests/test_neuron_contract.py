@@ -14,6 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from neuronhelpers.core.backends import get_backend
@@ -236,4 +237,5 @@ def test_the_card_carries_the_published_datasets_metadata():
 
     front = yaml.safe_load(render_card().split("---")[1])
     assert {"neuron", "trainium", "transformers"} <= set(front["tags"]) and front["license"] == "apache-2.0"
-    assert "Which Hub models run on AWS Trainium with torch-neuronx" in render_card()
+    trainium = pd.DataFrame({"model_id": ["Qwen/Qwen3-0.6B"], "backend": ["neuron"], "weights": ["hub"]})
+    assert "# Which Hub models run on AWS Trainium with torch-neuronx\n" in render_card(trainium)

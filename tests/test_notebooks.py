@@ -19,7 +19,10 @@ EXECUTED = ROOT / "build" / "executed"
 PROBES = {
     "01": """{"classic_rows": int((df.model_id == model).sum()), "classic_results": sorted(set(df[df.model_id == model].result)),
              "model": model, "run_py_lines": len(run_py_lines), "pairs": len(dataset.version_pairs(df)), "kept": len(kept), "demo_rows": len(frames[0]),
-             "warnings": [str(w.message) for w in caught], "step": step.label(), "ex1": exercise_1, "ex2": exercise_2}""",
+             "warnings": [str(w.message) for w in caught], "step": step.label(), "ex1": exercise_1, "ex2": exercise_2,
+             "published": [len(published_df), sorted(set(published_df.backend)), sorted(set(published_view["ran on"])),
+                           published_view["peak memory (GiB)"].max(), int(published_df.tp.max()),
+                           sorted(set(published_df.result.dropna()))]}""",
     "02": """{"result": row["result"], "verification": row["verification"], "equal": row["tokens"] == row["reference_tokens"],
              "cold_compile": row["compile_s"], "warm_compile": warm["compile_s"], "warm_hit": bool(warm["cache_hit"]),
              "embedding": [embedding["result"], embedding["library"], embedding["model_id"], embedding["weights"]],
@@ -45,7 +48,8 @@ PROBES = {
     "06": """{"tasks": dict(Counter(s.task for s in specs)), "pairs": len(pairs), "causes": len(causes),
              "live": row["result"], "agreement": agreement_line(agreement), "real_rows": len(agreement),
              "declared_line": disagreement_line(declared), "disagree": int(declared.disagree.sum()),
-             "verdict_columns": list(verdicts_per_pair(twins_only).columns), "ex1": exercise_1, "ex2": exercise_2}""",
+             "verdict_columns": list(verdicts_per_pair(twins_only).columns), "ex1": exercise_1, "ex2": exercise_2,
+             "trainium_line": trainium_line, "trainium_compared": len(trainium)}""",
 }
 
 
@@ -121,6 +125,9 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         assert ex2["step"].startswith("inductor 2.13.0 -> 2.14.1") and ex2["untested_older"] > ex2["untested_newer"], ex2
         assert ex2["top_reason"].startswith("[dependency]") and "torchvision" in ex2["top_reason"], ex2
         assert "np.int64" not in text
+        # the published layout read whole (offline: the made-up example, which says so)
+        assert lesson["published"] == [10, ["neuron"], ["Trainium"], 21.9, 8, ["EXCLUDED", "FAIL", "PASS"]]
+        assert "offline: neuronhelpers' made-up example" in text
     elif number == "02":
         assert (lesson["result"], lesson["verification"], lesson["equal"]) == ("PASS", "exact", True)
         assert lesson["warm_hit"] and lesson["warm_compile"] < lesson["cold_compile"]  # what a warm cache saves
@@ -183,6 +190,9 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         assert lesson["tasks"]["text-generation"] > 150 and lesson["tasks"]["image-text-to-text"] > 90
         assert lesson["pairs"] >= 3 and lesson["causes"] >= 3 and lesson["live"] == "PASS"
         assert lesson["real_rows"] >= 3 and lesson["agreement"].startswith("twins agree with ")
+        # twins against Trainium: offline, the made-up example in the published layout, and the line says so
+        assert lesson["trainium_line"].startswith("example rows, made up (not measurements): twins agree with ")
+        assert lesson["trainium_compared"] == 7 and "outside the count: 1 excluded" in lesson["trainium_line"]
         assert lesson["disagree"] > 10 and "declared True fail" in lesson["declared_line"]
         assert "with a verdict" in lesson["verdict_columns"] and "pass rate of tested" in lesson["verdict_columns"]
         assert "transformers 6.2.0" not in text and "transformers 0.42.1" not in text and "np.int64" not in text

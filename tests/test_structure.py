@@ -171,6 +171,9 @@ PACKAGE_NAMES = {
     ("neuronhelpers.core.quiet", "diffusers"), ("neuronhelpers.models.shelf", "transformers"),
     ("neuronhelpers.core.quiet", "transformers"),
 }
+# Vocabulary words that are also a column's name in the published dataset's layout (its cores are `tp`): spelled once,
+# as a column name, in the schema's mapping table.
+PACKAGE_NAMES |= {("neuronhelpers.store.schema", "tp")}
 # Words too common to police (a sub-command named run, a timings key named compile, a cause named timeout).
 COMMON = {"run", "load", "compile", "reference", "timeout", "none"}
 

@@ -24,19 +24,47 @@ def _print_ranked(title: str, frame, top: int) -> None:
     print("\n".join(ranked_lines(frame, top)))
 
 
+def _trainium_verdicts(source: str | None, catalog):
+    """The twins held against Trainium verdicts: the catalog's own Trainium rows and those of ``source`` (default the
+    published dataset, where the Hub answers). Returns (compared, outside, the line to print)."""
+    import pandas as pd
+
+    from neuronhelpers.core.network import hub_reachable, hub_status_line
+    from neuronhelpers.models.known import architecture_from_hub
+    from neuronhelpers.store.dataset import load_results
+    from neuronhelpers.verdict.agreement import trainium_agreement, trainium_agreement_line
+
+    frames, said = [catalog], ""
+    if source is None and not hub_reachable():
+        said = (f" (the published dataset hf://datasets/{settings.dataset_repo()} cannot be read: the Hub is "
+                f"{hub_status_line()}; give --trainium FOLDER)")
+    else:
+        source = source or f"hf://datasets/{settings.dataset_repo()}"
+        frames.append(load_results(source))
+        said = f" ({source})"
+    compared, outside = trainium_agreement(pd.concat(frames, ignore_index=True), catalog,
+                                           lambda m: architecture_from_hub(m)[1])
+    return compared, outside, trainium_agreement_line(compared, outside) + said
+
+
 def cmd_causes(args) -> int:
-    """Root causes ranked by how many architectures they block, each with its architectures."""
+    """Root causes ranked by how many architectures they block, each with its architectures; twins against real
+    checkpoints, and against the verdicts measured on Trainium."""
     from neuronhelpers.store.dataset import load_results, select_pair
     from neuronhelpers.verdict.agreement import agreement_line, twin_agreement
     from neuronhelpers.verdict.causes import rank_causes, untested_reasons
     from neuronhelpers.verdict.declared import declared_vs_measured, disagreement_line
 
-    df, pair = select_pair(load_results(args.results), args.pair)
+    catalog = load_results(args.results)
+    df, pair = select_pair(catalog, args.pair)
     failing, untested, agreement = rank_causes(df), untested_reasons(df), twin_agreement(df)
     declared = declared_vs_measured(df)
+    trainium, outside, trainium_line = _trainium_verdicts(args.trainium, catalog)
     if args.json:
         print(json.dumps({"pair": pair, "failures": failing.to_dict("records"), "untested": untested.to_dict("records"),
                           "twin_agreement": agreement.to_dict("records"), "twin_agreement_line": agreement_line(agreement),
+                          "trainium_agreement": trainium.to_dict("records"), "trainium_outside": outside.to_dict("records"),
+                          "trainium_agreement_line": trainium_line,
                           "declared_vs_measured": declared[declared.disagree].to_dict("records"),
                           "declared_vs_measured_line": disagreement_line(declared)},
                          default=json_default))
@@ -46,6 +74,7 @@ def cmd_causes(args) -> int:
           f"{len(tested)} verdicts ({(tested.result == vocab.PASS).sum()} PASS, {(tested.result == vocab.FAIL).sum()} FAIL), "
           f"{(df.result == vocab.UNTESTED).sum()} untested")
     print(f"Real checkpoints: {agreement_line(agreement)}")
+    print(f"Trainium: {trainium_line}")
     print(f"Declared vs measured: {disagreement_line(declared)}")
     _print_ranked("FAIL causes", failing, args.top)
     _print_ranked("UNTESTED reasons", untested, args.top)

@@ -97,6 +97,10 @@ def _dataset_commands(command, as_json) -> None:
     p.add_argument("--pair", default="newest",
                    help="COMPILER_VERSION,LIBRARY_VERSION, current (this environment's) or newest (the default)")
     p.add_argument("--top", type=int, default=10, help="causes to show per kind (default 10)")
+    p.add_argument("--trainium", metavar="PATH",
+                   help="verdicts measured on Trainium to hold the twins against: a folder or hf://datasets/... path, "
+                        f"in the published layout or ours (default: hf://datasets/{DEFAULT_DATASET} where the Hub "
+                        "answers)")
     p.set_defaults(func=data.cmd_causes)
 
     p = command("diff", "compare two version pairs (files) or two dataset folders; with one folder, each pair of "

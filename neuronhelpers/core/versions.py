@@ -5,12 +5,15 @@ Taught in notebook 02 (what a row records) and 05 (releases side by side).
 
 from __future__ import annotations
 
+import platform
 from importlib import metadata
 
 from neuronhelpers.core.vocab import TRANSFORMERS
 from neuronhelpers.core.backends import Backend
 
 __version__ = "0.2.0"  # neuronhelpers' own version, the one source: pyproject reads it, every row records it
+
+NEURON_COMPILER = "neuronx-cc"  # the compiler on Trainium (its distribution's name, as rows record it)
 
 # Distributions whose versions identify a result (besides the full freeze kept in every row).
 CORE_PACKAGES = ("torch", "transformers", "accelerate", "torch-neuronx", "neuronx-cc", "huggingface-hub")
@@ -40,7 +43,7 @@ def installed_packages() -> str:
 def compiler_for(backend: Backend) -> tuple[str, str | None]:
     """(compiler, version) that compiles graphs on this backend: neuronx-cc on Trainium, inductor (torch's) elsewhere."""
     if backend.name == "neuron":
-        return "neuronx-cc", distribution_version("neuronx-cc")
+        return NEURON_COMPILER, distribution_version(NEURON_COMPILER)
     torch = distribution_version("torch")
     # The compiler is the same for torch's CPU and CUDA builds ("2.14.1+cu130", "2.13.0+cpu"): the public release.
     return "inductor", torch.split("+")[0] if torch else None
@@ -70,13 +73,26 @@ def neuron_sdk_release() -> str | None:
     return TORCH_NEURONX_SDK.get(release)
 
 
+def neuron_driver_version() -> str | None:
+    """The Neuron driver's version, as its kernel module reports it; None where no driver is loaded."""
+    try:
+        with open("/sys/module/neuron/version") as handle:
+            return handle.read().strip() or None
+    except OSError:
+        return None
+
+
 def version_columns(backend: Backend, library: str) -> dict:
     """The row columns that say what a result was tested with: backend, compiler and its version (``neuronx_cc``
-    too on Trainium), the library and its version, torch, torch-neuronx and the Neuron SDK. Every row builder
+    too on Trainium), the library and its version, torch, torch-neuronx, the Neuron SDK, and the package versions the
+    published dataset records (transformers, accelerate, nki, Python, the Neuron driver). Every row builder
     (a run, an UNTESTED or an EXCLUDED row) takes them from here."""
     compiler, compiler_version = compiler_for(backend)
     core = core_versions()
     return dict(backend=backend.name, compiler=compiler, compiler_version=compiler_version,
-                neuronx_cc=core["neuronx-cc"] if compiler == "neuronx-cc" else None,
+                neuronx_cc=core[NEURON_COMPILER] if compiler == NEURON_COMPILER else None,
                 library=library, library_version=library_version(library), torch=core["torch"],
-                torch_neuronx=core["torch-neuronx"], neuron_sdk=neuron_sdk_release())
+                torch_neuronx=core["torch-neuronx"], neuron_sdk=neuron_sdk_release(),
+                # the published dataset's per-package columns (store/schema.PUBLISHED_COLUMNS)
+                transformers=core[TRANSFORMERS], accelerate=core["accelerate"], nki=distribution_version("nki"),
+                python=platform.python_version(), neuron_driver=neuron_driver_version())

@@ -160,6 +160,23 @@ WEIGHTS_KINDS = {
     WEIGHTS_FOLDER: "A local checkpoint folder.",
 }
 
+# What a row ran on, in words (derived from its `backend` and the kind of its `weights`, never stored): the label the
+# explorer and the card show beside a verdict, so a CPU twin's row is never read as a Trainium measurement.
+RAN_ON_TRAINIUM = "Trainium"
+RAN_ON = {
+    RAN_ON_TRAINIUM: "Measured on AWS Trainium (backend neuron, compiler neuronx-cc) with the Hub checkpoint.",
+    "Trainium twin": "A tiny twin run on AWS Trainium: the architecture's code with random weights.",
+    "CPU twin": "A tiny twin run on CPU under inductor: it says whether the architecture compiles with the recipe, "
+    "not how the real checkpoints behave on Trainium.",
+    "CPU real checkpoint": "A real checkpoint (a shelf copy from a registry package, a local folder, or the Hub's) run "
+    "on CPU under inductor: evidence that twins predict real checkpoints, not a Trainium result.",
+    "CUDA twin": "A tiny twin run on a CUDA GPU under inductor.",
+    "CUDA real checkpoint": "A real checkpoint run on a CUDA GPU under inductor.",
+}
+# The device part of a label, by backend, and the kind of weights part.
+RAN_ON_DEVICE = {"neuron": RAN_ON_TRAINIUM, "cpu": "CPU", "cuda": "CUDA"}
+RAN_ON_TWIN, RAN_ON_REAL = "twin", "real checkpoint"
+
 # The libraries whose models the catalog tests (their PyPI names, as the row's `library`), and which one tests a task.
 TRANSFORMERS = "transformers"
 SENTENCE_TRANSFORMERS = "sentence-transformers"

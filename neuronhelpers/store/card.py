@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from neuronhelpers.core import settings
 from neuronhelpers.store import dataset
 from neuronhelpers.store import schema as results
 from neuronhelpers.core import vocab
@@ -40,7 +41,8 @@ def _introduction(title: str) -> str:
     return f"""# {title}
 
 Does a Hugging Face model run unmodified on AWS Trainium? Each row is one model tested with the
-neuronhelpers recipe, on one compiler version and one transformers version.
+neuronhelpers recipe, on one compiler version and one library version. What a row ran on is said beside its
+verdict (see What the rows ran on): only a Trainium row is a measurement on Trainium.
 
 ## Tasks
 
@@ -128,6 +130,9 @@ df = pd.read_parquet("{dataset.DATA_DIR}")   # or "hf://datasets/<namespace>/<na
 df[df.model_id == "Qwen/Qwen3-0.6B"][["neuronx_cc", "library", "library_version", "neuron_cores", "result"]]
 ```
 
+`neuronhelpers.load_results` reads this layout and the published one (below) alike, in one frame that names the cores
+both `neuron_cores` and `tp`, so the same query written with `tp` works on either.
+
 ## Columns
 
 | column | type | meaning |
@@ -136,13 +141,81 @@ df[df.model_id == "Qwen/Qwen3-0.6B"][["neuronx_cc", "library", "library_version"
 """
 
 
-def render_card(title: str = "Which Hub models run on AWS Trainium with torch-neuronx") -> str:
-    """The dataset card (README.md), every explanation generated from the vocabulary and the schema."""
-    return _front_matter() + _introduction(title) + _protocol() + _vocabulary() + _layout_and_columns()
+def ran_on_counts(rows) -> dict[str, int]:
+    """Rows per 'ran on' label (vocab.RAN_ON), in the vocabulary's order; ``rows`` needs model_id, backend, weights."""
+    if rows is None or len(rows) == 0:
+        return {}
+    labels = results.ran_on_labels(rows)
+    counts = {label: labels.count(label) for label in dict.fromkeys(labels)}
+    order = list(vocab.RAN_ON)
+    return dict(sorted(counts.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+
+
+def card_title(counts: dict[str, int]) -> str:
+    """What the dataset holds, in its title: Trainium verdicts only where every row is one."""
+    if counts and set(counts) == {vocab.RAN_ON_TRAINIUM}:
+        return "Which Hub models run on AWS Trainium with torch-neuronx"
+    held = [label + "s" for label in counts if label != vocab.RAN_ON_TRAINIUM]
+    if not counts:
+        return "The torch-neuronx recipe: no rows yet"
+    kinds = " and ".join([", ".join(held[:-1]), held[-1]] if len(held) > 1 else held)
+    trainium = "with Trainium verdicts beside them" if vocab.RAN_ON_TRAINIUM in counts else "no Trainium measurements"
+    return f"The torch-neuronx recipe on {kinds} ({trainium})"
+
+
+def _ran_on(counts: dict[str, int]) -> str:
+    lines = "\n".join(f"| {label} | {'yes' if counts.get(label) else 'no'} | {text} |"
+                       for label, text in vocab.RAN_ON.items())
+    return f"""## What the rows ran on
+
+Derived from each row's `backend` and the kind of its `weights`; the explorer shows it beside every verdict.
+
+| ran on | rows here | meaning |
+| --- | --- | --- |
+{lines}
+
+"""
+
+
+def _published_layout() -> str:
+    lines = "\n".join(f"| `{name}` | {typ} | {'`' + ours + '`' if ours else ''} | {how} |"
+                       for name, typ, ours, how in results.PUBLISHED_COLUMNS)
+    return f"""## The published dataset's layout
+
+The published Trainium dataset (`{settings.dataset_repo()}`) names its columns differently. neuronhelpers reads its
+files whole, each published column into one of ours, and `hbm_*_gb` as GiB (2**30 bytes: the Neuron documentation
+states device memory in GiB; the published dataset does not say which unit it means). Every published row reads as
+`backend` neuron, `compiler` neuronx-cc at version `neuronx_cc`; its task and architecture come from the Selected list,
+the rankings or the shelf where the model is known there.
+
+| published column | type | our column | how |
+| --- | --- | --- | --- |
+{lines}
+
+Writing to a dataset laid out that way (`neuronhelpers contribute`, or `publish` into it), only PASS or FAIL rows
+measured on Trainium under Hub ids go in, written in those columns, names, types and order; every row already there is
+copied as it is; published columns our rows do not record (`runner`, `notes`, `cpu_match`, `english`,
+`hbm_capacity_gb`) are left null, and what our rows measure beyond the published columns (evidence, the eager
+comparison, graph counts, tokens, timings, the package list) stays out of the published dataset: our own dataset keeps
+it.
+
+"""
+
+
+def render_card(rows=None, title: str | None = None) -> str:
+    """The dataset card (README.md), every explanation generated from the vocabulary and the schema; ``rows`` (a frame
+    with model_id, backend and weights) decides the title and the counts of what the rows ran on."""
+    counts = ran_on_counts(rows)
+    return (_front_matter() + _introduction(title or card_title(counts)) + _ran_on(counts) + _protocol()
+            + _vocabulary() + _layout_and_columns() + _published_layout())
 
 
 def write_card(folder: str | Path) -> Path:
+    """The card of a dataset folder, from its rows, written to its README.md."""
     path = Path(folder) / "README.md"
+    rows = None
+    if (Path(folder) / dataset.DATA_DIR).is_dir():
+        rows = dataset.load_results(folder, validate=False)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_card())
+    path.write_text(render_card(rows))
     return path

@@ -10,18 +10,21 @@ notebook 01; the row schema itself is ``results.py``.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import warnings
 from pathlib import Path
 
 import pyarrow as pa
 
+from neuronhelpers.store import published
 from neuronhelpers.store import schema as results
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError, first_line
+from neuronhelpers.core.versions import NEURON_COMPILER
 
 DATA_DIR = "data"
+# How a folder's files are laid out (``folder_layout``).
+OURS, PUBLISHED, MIXED = "ours", "published", "mixed"
 # The columns of the published catalog: a file with these (and nothing else of ours) is a results file.
 SEED_COLUMNS = ("model_id", "neuronx_cc", "library", "library_version", "neuron_cores", "result", "error")
 # A file must at least say which model and what happened to be read as results.
@@ -32,15 +35,11 @@ class DatasetWarning(UserWarning):
     pass
 
 
-def _safe(part) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(part))
-
-
-def version_pair_file(row: dict) -> str:
+def version_pair_file(row: dict, folder: str = DATA_DIR) -> str:
     """Relative path of the Parquet file a row belongs to: data/<compiler>-<version>__<library>-<version>.parquet."""
     compiler = f"{row.get('compiler') or 'unknown'}-{row.get('compiler_version') or 'unknown'}"
     library = f"{row.get('library') or vocab.TRANSFORMERS}-{row.get('library_version') or 'unknown'}"
-    return f"{DATA_DIR}/{_safe(compiler)}__{_safe(library)}.parquet"
+    return f"{folder}/{published.safe_name(compiler)}__{published.safe_name(library)}.parquet"
 
 
 def write_table_atomic(table: pa.Table, path) -> None:
@@ -60,17 +59,42 @@ def write_table_atomic(table: pa.Table, path) -> None:
         raise
 
 
-def append_rows(folder, rows: list[dict]) -> list[str]:
-    """Add rows to their version-pair files in ``folder`` (read, concatenate, atomic rewrite); returns files touched.
+def parquet_files(folder) -> list[Path]:
+    """The Parquet files of a local dataset folder, sorted (hidden files and folders, e.g. temporary ones, left out)."""
+    return [Path(p) for p in _list_parquet(str(folder))[1]] if os.path.isdir(folder) else []
 
-    A row replaces an earlier row with the same resume key, so a rerun (--rerun) never duplicates.
+
+def folder_layout(folder) -> str | None:
+    """How a local dataset folder's files are laid out: PUBLISHED (all of them as the published dataset), OURS (none
+    of them), MIXED, or None when it holds no Parquet file. An unreadable file counts as neither."""
+    import pyarrow.parquet as pq
+
+    kinds = set()
+    for path in parquet_files(folder):
+        try:
+            kinds.add(PUBLISHED if published.is_published_layout(pq.read_schema(path).names) else OURS)
+        except Exception:  # noqa: BLE001 - load_results names a damaged file; it decides no layout
+            continue
+    return None if not kinds else kinds.pop() if len(kinds) == 1 else MIXED
+
+
+def append_rows(folder, rows: list[dict]) -> list[str]:
+    """Add rows to their files in ``folder`` (read, concatenate, atomic rewrite); returns the files touched.
+
+    In our layout a row goes to its version-pair file and replaces an earlier row with the same resume key (a rerun
+    never duplicates); every other file neuronhelpers wrote in an older schema is brought to the current one, so the
+    folder reads as one table. In a folder laid out as the published dataset, rows join it as ``append_published``
+    says.
     """
     import pyarrow.parquet as pq
 
     folder = Path(folder)
+    rows = [results.new_row(**row) if set(row) != set(results.COLUMN_NAMES) else row for row in rows]
+    if folder_layout(folder) == PUBLISHED:
+        return append_published(folder, rows)
     by_file: dict[str, list[dict]] = {}
     for row in rows:
-        by_file.setdefault(version_pair_file(row), []).append(results.new_row(**row) if set(row) != set(results.COLUMN_NAMES) else row)
+        by_file.setdefault(version_pair_file(row), []).append(row)
     for rel, new in by_file.items():
         path = folder / rel
         fresh = results.rows_to_table(new)
@@ -82,18 +106,96 @@ def append_rows(folder, rows: list[dict]) -> list[str]:
             mask = [not any(results.replaces(key, v) for key in keys) for v in old_keys]
             fresh = pa.concat_tables([old.filter(pa.array(mask, type=pa.bool_())), fresh])
         write_table_atomic(fresh, path)
+    upgrade_files(folder)
     return sorted(by_file)
 
 
-def conform(table: pa.Table) -> pa.Table:
-    """Cast a table to the current schema: columns it lacks (older harness versions, other tools) read as null."""
+def upgrade_files(folder) -> list[str]:
+    """Rewrite in the current schema every file of ``folder`` that neuronhelpers wrote in an older one (it has a
+    `harness_version` column): the Hub's viewer reads a folder as one table only when all its files agree. Files of
+    other tools and of the published layout are left as they are. Returns the files rewritten."""
+    import pyarrow.parquet as pq
+
+    rewritten = []
+    for path in parquet_files(folder):
+        try:
+            names = pq.read_schema(path)
+        except Exception:  # noqa: BLE001 - a damaged file is named by load_results, never rewritten
+            continue
+        if "harness_version" in names.names and not names.equals(results.SCHEMA, check_metadata=False):
+            write_table_atomic(conform(pq.read_table(path)), path)
+            rewritten.append(str(path))
+    return rewritten
+
+
+def append_published(folder, rows: list[dict]) -> list[str]:
+    """Add Trainium rows to a folder laid out as the published dataset: each joins the file that holds its
+    (neuronx_cc, library, library_version), or a new file named after the folder's own pattern (ours where its names
+    show none); the files' own rows are kept exactly as they are (``published.merged``). Any other row is refused in
+    one line, before anything is written."""
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    published.check_rows(rows, str(folder))
+    tables = {path.relative_to(folder).as_posix(): pq.read_table(path) for path in parquet_files(folder)}
+    holds = {rel: published.pairs_in(table) for rel, table in tables.items()}
+    home = os.path.commonpath([os.path.dirname(rel) or "." for rel in tables]) if tables else DATA_DIR
+    by_file: dict[str, list[dict]] = {}
+    for row in rows:
+        rel = published.file_for(published.pair_of(row), holds, str(folder)) or version_pair_file(row, home)
+        by_file.setdefault(rel, []).append(row)
+        holds.setdefault(rel, set()).add(published.pair_of(row))
+    for rel, new in by_file.items():
+        write_table_atomic(published.merged(tables.get(rel), new, str(folder / rel)), folder / rel)
+    return sorted(by_file)
+
+
+def conform(table: pa.Table, *, keep_other_columns: bool = False) -> pa.Table:
+    """Cast a table to the current schema: columns it lacks (older harness versions, other tools) read as null, a
+    table in the published layout reads through ``published.from_published`` (every column kept, its rows given a
+    task and architecture where the package knows the model), and a row that names a neuronx-cc version but no
+    backend ran on Trainium. ``keep_other_columns`` keeps, after ours, the columns the schema does not name."""
+    other = [c for c in table.column_names if c not in results.COLUMN_NAMES and c not in results.PUBLISHED_NAMES]
+    source = table
+    if published.is_published_layout(table.column_names):
+        source = _with_known_architectures(published.from_published(table))
     columns = []
     for field in results.SCHEMA:
-        if field.name in table.column_names:
-            columns.append(table.column(field.name).cast(field.type))
+        if field.name in source.column_names:
+            columns.append(source.column(field.name).cast(field.type))
         else:
-            columns.append(pa.nulls(table.num_rows, type=field.type))
-    return pa.Table.from_arrays(columns, schema=results.SCHEMA)
+            columns.append(pa.nulls(source.num_rows, type=field.type))
+    out = _neuron_where_named(pa.Table.from_arrays(columns, schema=results.SCHEMA))
+    for name in other if keep_other_columns else []:
+        out = out.append_column(name, table.column(name))
+    return out
+
+
+def _neuron_where_named(table: pa.Table) -> pa.Table:
+    """Rows that record a neuronx-cc version and no backend (files of other tools) ran on Trainium: backend neuron,
+    compiler neuronx-cc at that version."""
+    import pyarrow.compute as pc
+
+    named = pc.and_(pc.is_valid(table.column("neuronx_cc")), pc.is_null(table.column("backend")))
+    if not pc.any(named).as_py():
+        return table
+    for name, value in (("backend", published.NEURON), ("compiler", NEURON_COMPILER),
+                        ("compiler_version", table.column("neuronx_cc"))):
+        index = table.schema.get_field_index(name)
+        filled = pc.if_else(named, value, table.column(name))
+        table = table.set_column(index, name, filled.cast(pa.string()))
+    return table
+
+
+def _with_known_architectures(table: pa.Table) -> pa.Table:
+    """A published table's rows with the task and architecture the package knows of each model (models.known)."""
+    from neuronhelpers.models.known import known_architectures
+
+    known = known_architectures()
+    ids = table.column("model_id").to_pylist()
+    for index, name in enumerate(("task", "model_type")):
+        table = table.append_column(name, pa.array([known.get(m, (None, None))[index] for m in ids], pa.string()))
+    return table
 
 
 def _list_parquet(path: str):
@@ -122,10 +224,12 @@ def off_vocabulary(table: pa.Table) -> list[str]:
     return problems
 
 
-def load_results_file(name, *, filesystem=None, validate: bool = True) -> pa.Table:
-    """One results Parquet file, conformed to the current schema; raises when it is unreadable or not results.
+def load_results_file(name, *, filesystem=None, validate: bool = True, keep_other_columns: bool = False) -> pa.Table:
+    """One results Parquet file, conformed to the current schema (either layout); raises when it is unreadable or not
+    results.
 
     With ``validate``, a value outside the vocabulary raises (publishing and contributing refuse such files).
+    ``keep_other_columns`` keeps columns the schema does not name, after ours.
     """
     import pyarrow.parquet as pq
 
@@ -133,7 +237,7 @@ def load_results_file(name, *, filesystem=None, validate: bool = True) -> pa.Tab
     missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
     if missing:
         raise ValueError(f"not a results file (no {', '.join(missing)} column)")
-    table = conform(table)
+    table = conform(table, keep_other_columns=keep_other_columns)
     if validate:
         problems = off_vocabulary(table)
         if problems:
@@ -144,10 +248,13 @@ def load_results_file(name, *, filesystem=None, validate: bool = True) -> pa.Tab
 def load_results(path, *, validate: bool = True):
     """Read a results dataset (local folder or hf://datasets/...) into one DataFrame.
 
-    Every file is unified with the current schema (columns it lacks read as null). A file that cannot be
-    read, or is not results (no model_id / result column), is named in a DatasetWarning (also in
-    ``df.attrs['skipped']``) and skipped. With ``validate``, a file holding values outside the vocabulary is
-    kept and named in one warning (``df.attrs['off_vocabulary']``), so nothing recorded is hidden.
+    Every file is unified with the current schema (columns it lacks read as null); a file laid out as the published
+    dataset is read whole (``schema.PUBLISHED_COLUMNS``), so one folder may mix both layouts. The frame also carries
+    the published names of our columns (``schema.ALIASES``: `tp` is `neuron_cores`), so a query written for either
+    layout works, and any column a file holds that neither layout names. A file that cannot be read, or is not results
+    (no model_id / result column), is named in a DatasetWarning (also in ``df.attrs['skipped']``) and skipped. With
+    ``validate``, a file holding values outside the vocabulary is kept and named in one warning
+    (``df.attrs['off_vocabulary']``), so nothing recorded is hidden.
     """
     path = str(path)
     if not path.startswith("hf://") and not os.path.isdir(path):
@@ -156,7 +263,7 @@ def load_results(path, *, validate: bool = True):
     tables, skipped, unknown = [], [], []
     for name in files:
         try:
-            table = load_results_file(name, filesystem=fs, validate=False)
+            table = load_results_file(name, filesystem=fs, validate=False, keep_other_columns=True)
         except Exception as exc:  # noqa: BLE001 - one bad file must not hide the rest
             reason = first_line(exc)
             skipped.append((name, reason))
@@ -168,12 +275,24 @@ def load_results(path, *, validate: bool = True):
             warnings.warn(f"{name} holds values outside the neuronhelpers vocabulary ({', '.join(problems)}): "
                           "kept as they are", DatasetWarning, stacklevel=2)
         tables.append(table)
-    table = pa.concat_tables(tables) if tables else results.SCHEMA.empty_table()
-    df = table.to_pandas()
+    table = pa.concat_tables(tables, promote_options="permissive") if tables else results.SCHEMA.empty_table()
+    df = with_aliases(table.to_pandas())
     df.attrs["skipped"] = skipped
     df.attrs["off_vocabulary"] = unknown
     df.attrs["files"] = [f for f in files if f not in {s[0] for s in skipped}]
     return df
+
+
+def with_aliases(df):
+    """The frame with the published names of our columns beside them (``schema.ALIASES``)."""
+    return df.assign(**{alias: df[ours] for alias, ours in results.ALIASES.items() if ours in df and alias not in df})
+
+
+def row_records(df) -> list[dict]:
+    """A frame's rows as rows to write again: the schema's columns only (aliases and other tools' columns left out),
+    a missing value None (pandas reads a null string as NaN, which the vocabulary rightly refuses)."""
+    df = df[[c for c in results.COLUMN_NAMES if c in df]].astype(object)
+    return df.where(df.notna(), None).to_dict("records")
 
 
 def recorded_keys(folder) -> set[tuple]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -78,43 +77,63 @@ def _remote_hashes(api, repo_id: str, revision: str | None = None) -> dict[str, 
         return {}
 
 
-def local_files(folder: str | Path) -> dict[str, bytes]:
-    """What a dataset folder publishes: its version-pair Parquet files and a freshly generated card."""
+def _publishable_tables(folder: str | Path) -> dict[str, pa.Table]:
+    """Each version-pair file of a dataset folder, read and conformed to the current schema; a file load_results would
+    skip, rows naming this machine's folders, or a folder in the published layout are refused in one line."""
     folder = Path(folder)
-    data = folder / dataset.DATA_DIR
-    files = sorted(p for p in data.glob("*.parquet") if not p.name.startswith(".")) if data.is_dir() else []
+    files = dataset.parquet_files(folder / dataset.DATA_DIR)
     if not files:
         raise UserError(f"nothing to publish in '{folder}': no {dataset.DATA_DIR}/*.parquet (run a sweep into it first)")
-    out, left_out = {}, 0
-    for path in files:  # refuse to publish a file load_results would skip, or rows naming this machine's folders
+    tables = {}
+    for path in files:
         try:
             table = dataset.load_results_file(path)
         except Exception as exc:  # noqa: BLE001
             raise UserError(f"'{path}' is not a valid results file ({exc}); fix or remove it before publishing") from None
         check_publishable_ids(table.column("model_id").to_pylist(), path.name)
-        out[f"{dataset.DATA_DIR}/{path.name}"], shelf_rows = _without_shelf_rows(path, table)
+        check_not_example(table.column("runner").to_pylist(), path.name)
+        tables[path.relative_to(folder).as_posix()] = table
+    return tables
+
+
+def local_files(folder: str | Path) -> dict[str, bytes]:
+    """What a dataset folder publishes in our layout: its version-pair Parquet files, each in the current schema (an
+    older file is brought to it, so the Hub's viewer reads them as one table), less shelf rows, and a freshly
+    generated card that says what the rows ran on."""
+    import pandas as pd
+
+    out, left_out, frames = {}, 0, []
+    for rel, table in _publishable_tables(folder).items():
+        out[rel], kept, shelf_rows = _without_shelf_rows(table)
+        frames.append(kept.select(["model_id", "backend", "weights", "result"]).to_pandas())
         left_out += shelf_rows
     if left_out:  # the published catalog holds Hub checkpoints; a shelf copy is evidence here, not their result
         print(f"left out {left_out} shelf row(s): real checkpoints from registry packages are not the Hub "
               "checkpoint's result (the committed catalog keeps them)", file=sys.stderr)
-    out["README.md"] = render_card().encode()
+    out["README.md"] = render_card(pd.concat(frames, ignore_index=True)).encode()
     return out
 
 
-def _without_shelf_rows(path: Path, table: pa.Table) -> tuple[bytes, int]:
-    """The file's bytes with its shelf rows left out (the file as it is when it has none), and how many; ``table``
-    is the file as read and conformed."""
+def _without_shelf_rows(table: pa.Table) -> tuple[bytes, pa.Table, int]:
+    """A conformed file's bytes as published with its shelf rows left out, the rows kept, and how many were left out."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     kinds = results.weights_kinds(table.column("weights").to_pylist(), table.column("model_id").to_pylist())
     shelf = sum(kind == vocab.WEIGHTS_SHELF for kind in kinds)
-    if not shelf:
-        return path.read_bytes(), 0
-    kept = table.filter(pc.invert(pc.equal(pa.array(kinds), vocab.WEIGHTS_SHELF)))
+    kept = table.filter(pc.invert(pc.equal(pa.array(kinds, pa.string()), vocab.WEIGHTS_SHELF))) if shelf else table
     buffer = io.BytesIO()
-    pq.write_table(kept, buffer)
-    return buffer.getvalue(), shelf
+    pq.write_table(kept, buffer, compression="zstd")
+    return buffer.getvalue(), kept, shelf
+
+
+def check_not_example(runners, where: str) -> None:
+    """Rows of the made-up example (store/example.py) are never published."""
+    from neuronhelpers.store.example import is_example
+
+    if is_example(runners):
+        raise UserError(f"{where} holds rows of neuronhelpers' made-up example dataset: they are not measurements "
+                        "and cannot be published or contributed")
 
 
 def check_publishable_ids(model_ids, where: str) -> None:
@@ -158,7 +177,7 @@ def check_repo_id(repo_id: str) -> None:
 
 
 def _commit(api, repo_id: str, files: dict[str, bytes], message: str, *, dry_run: bool, create_pr: bool,
-            max_attempts: int) -> PublishPlan:
+            max_attempts: int, listed: dict[str, set[str]] | None = None) -> PublishPlan:
     from huggingface_hub import CommitOperationAdd
 
     from neuronhelpers.core.network import hub_reachable
@@ -178,7 +197,8 @@ def _commit(api, repo_id: str, files: dict[str, bytes], message: str, *, dry_run
             if not dry_run:
                 api.create_repo(repo_id, repo_type=REPO_TYPE, exist_ok=True)
                 head = api.repo_info(repo_id, repo_type=REPO_TYPE).sha
-            remote = _remote_hashes(api, repo_id, revision=head)
+            # a dry run compares with the listing already read (``listed``); a commit, with its parent's
+            remote = listed if dry_run and listed is not None else _remote_hashes(api, repo_id, revision=head)
         except _UNREACHABLE as exc:
             if not dry_run:
                 raise UserError(f"the Hub cannot be reached ({type(exc).__name__}): nothing was uploaded; "
@@ -204,11 +224,65 @@ def _commit(api, repo_id: str, files: dict[str, bytes], message: str, *, dry_run
 
 def publish(folder: str | Path, repo_id: str, *, dry_run: bool = False, api=None, max_attempts: int = 3,
             message: str = "Update neuronhelpers results") -> PublishPlan:
-    """Push the folder's Parquet files and the generated card in one commit, uploading only changed files."""
+    """Push the folder's Parquet files and the generated card in one commit, uploading only changed files.
+
+    Into an existing dataset laid out as the published one, the folder's rows join its files instead (``merged_into``:
+    Trainium rows of Hub models only, every row there kept as it is, its own card kept)."""
     from huggingface_hub import HfApi
 
-    files = local_files(folder)  # read everything first: nothing local is touched from here on
-    return _commit(api or HfApi(), repo_id, files, message, dry_run=dry_run, create_pr=False, max_attempts=max_attempts)
+    api = api or HfApi()
+    check_repo_id(repo_id)
+    tables = _publishable_tables(folder)  # read everything first: nothing local is touched from here on
+    with tempfile.TemporaryDirectory() as tmp:
+        layout, listed = remote_layout(api, repo_id, tmp)
+        if layout == dataset.PUBLISHED:
+            rows = [row for table in tables.values() for row in table.to_pylist()]
+            files = merged_into(tmp, rows, repo_id)
+            plan = _commit(api, repo_id, files, message, dry_run=dry_run, create_pr=False, max_attempts=max_attempts,
+                           listed=listed)
+            plan.note = _join_notes(plan.note, "laid out as the published dataset: rows written in its columns")
+            return plan
+    return _commit(api, repo_id, local_files(folder), message, dry_run=dry_run, create_pr=False,
+                   max_attempts=max_attempts, listed=listed)
+
+
+def _join_notes(*notes) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def remote_layout(api, repo_id: str, into: str | Path) -> tuple[str | None, dict[str, set[str]] | None]:
+    """Download a dataset repo's Parquet files into ``into`` (paths kept) and say how they are laid out
+    (``dataset.folder_layout``; None where the repo does not exist, holds none, or the Hub cannot be reached), with
+    the repo's listing (path -> hashes; None where it could not be read). A repo mixing both layouts is refused in
+    one line: neuronhelpers would not know which to write."""
+    from neuronhelpers.core.network import hub_reachable
+
+    if not hub_reachable(endpoint=getattr(api, "endpoint", None)):
+        return None, None  # _commit says so in one line (or, dry, lists every file)
+    try:
+        listed = _remote_hashes(api, repo_id)
+        for path in (p for p in listed if p.endswith(".parquet")):
+            local = Path(into, path)
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_bytes(Path(api.hf_hub_download(repo_id, path, repo_type=REPO_TYPE)).read_bytes())
+    except _UNREACHABLE:
+        return None, None
+    layout = dataset.folder_layout(into)
+    if layout == dataset.MIXED:
+        raise UserError(f"{repo_id} holds files in both the published layout and neuronhelpers' own: nothing was "
+                        "sent (bring its files to one layout first)")
+    return layout, listed
+
+
+def merged_into(folder: str | Path, rows: list[dict], repo_id: str) -> dict[str, bytes]:
+    """Rows merged into a downloaded dataset in the published layout (``dataset.append_published``): the files touched,
+    as bytes, by their path in the repo."""
+    check_not_example([r.get("runner") for r in rows], "these rows")
+    try:
+        touched = dataset.append_published(folder, rows)
+    except UserError as exc:
+        raise UserError(str(exc).replace(str(folder), repo_id)) from None
+    return {rel: Path(folder, rel).read_bytes() for rel in touched}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -220,7 +294,7 @@ def read_contribution(path: str | Path) -> list[dict]:
     """Rows to contribute: a JSON row (`neuronhelpers run --json`), a JSON-lines file, or a dataset folder."""
     path = Path(path)
     if path.is_dir():
-        return dataset.load_results(path, validate=False).to_dict("records")
+        return dataset.row_records(dataset.load_results(path, validate=False))
     try:
         text = path.read_text()
     except OSError as exc:
@@ -282,23 +356,22 @@ def check_run_py(row: dict) -> None:
 
 
 def contribute(path: str | Path, repo_id: str, *, dry_run: bool = False, api=None) -> PublishPlan:
-    """Validate rows and open a pull request that merges them into the dataset's version-pair files."""
+    """Validate rows and open a pull request that merges them into the dataset's files: in our layout their
+    version-pair files; in the published layout the files that hold their versions (``merged_into``: Trainium rows of
+    Hub models only, every row there kept exactly as it was)."""
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
 
     api = api or HfApi()
+    check_repo_id(repo_id)
     rows = validate_contribution(read_contribution(path))
     check_publishable_ids([r["model_id"] for r in rows], str(path))
-    with tempfile.TemporaryDirectory() as tmp:
-        for rel in sorted({dataset.version_pair_file(r) for r in rows}):
-            try:  # start from the dataset's current file so the PR adds rows rather than replacing them
-                remote = api.hf_hub_download(repo_id, rel, repo_type=REPO_TYPE)
-                os.makedirs(Path(tmp, rel).parent, exist_ok=True)
-                Path(tmp, rel).write_bytes(Path(remote).read_bytes())
-            except (EntryNotFoundError, RepositoryNotFoundError):
-                pass
-        dataset.append_rows(tmp, rows)
-        files = {f"{dataset.DATA_DIR}/{p.name}": p.read_bytes() for p in sorted(Path(tmp, dataset.DATA_DIR).glob("*.parquet"))}
+    check_not_example([r.get("runner") for r in rows], str(path))
+    with tempfile.TemporaryDirectory() as tmp:  # start from the dataset's files so the PR adds rows to them
+        layout, listed = remote_layout(api, repo_id, tmp)
+        if layout == dataset.PUBLISHED:
+            files = merged_into(tmp, rows, repo_id)
+        else:
+            files = {rel: Path(tmp, rel).read_bytes() for rel in dataset.append_rows(tmp, rows)}
     models = ", ".join(sorted({r["model_id"] for r in rows}))
     return _commit(api, repo_id, files, f"Contribute results: {models}"[:200], dry_run=dry_run, create_pr=True,
-                   max_attempts=1)
+                   max_attempts=1, listed=listed)

@@ -15,6 +15,8 @@ from neuronhelpers.core import vocab
 
 HARNESS_VERSION = __version__
 
+_KEPT = "a column of the published dataset, kept as it reads there"
+
 # (name, type, description). The dataset card's column table is generated from this list.
 COLUMNS = [
     ("model_id", pa.string(), "Hub id of the model, or tiny/<model_type> for a tiny twin (never the real model)"),
@@ -96,6 +98,21 @@ COLUMNS = [
     ("fallback_ops", pa.list_(pa.string()), "on neuron: the ops torch-neuronx ran on the CPU instead of the device"),
     ("declared_fullgraph", pa.bool_(), "what the installed transformers declares for the model class "
      "(`_can_compile_fullgraph`), beside what was measured"),
+    # The published dataset's own columns that have no counterpart above (see PUBLISHED_COLUMNS): kept as read.
+    ("runner", pa.string(), _KEPT + " (not documented publicly: shown, never interpreted; null in rows neuronhelpers "
+     "writes)"),
+    ("notes", pa.string(), _KEPT + " (not documented publicly: shown, never interpreted; null in rows neuronhelpers "
+     "writes)"),
+    ("hbm_capacity_gb", pa.float64(), _KEPT + " (device memory capacity, read as GiB; null in rows neuronhelpers writes)"),
+    ("cpu_match", pa.string(), _KEPT + " (it appears to record the comparison with a CPU run; its values are not "
+     "documented publicly, so they are shown as recorded and never read as a verification)"),
+    ("english", pa.string(), _KEPT + " (it appears to record the judge's reading of the text; shown as recorded and "
+     "never read as a verification)"),
+    (vocab.TRANSFORMERS, pa.string(), "transformers version, where installed (whatever the row's library)"),
+    ("accelerate", pa.string(), "accelerate version, where installed"),
+    ("nki", pa.string(), "NKI (Neuron Kernel Interface) version, where installed"),
+    ("python", pa.string(), "Python version"),
+    ("neuron_driver", pa.string(), "Neuron driver (kernel module) version, where a Neuron device is present"),
     ("packages", pa.string(), "every installed distribution, pip-freeze form"),
     ("run_py", pa.string(), "the exact run.py that ran"),
     ("requirements", pa.string(), "requirements.txt for the run.py"),
@@ -104,6 +121,54 @@ COLUMNS = [
 ]
 SCHEMA = pa.schema([pa.field(name, typ) for name, typ, _ in COLUMNS])
 COLUMN_NAMES = [name for name, _, _ in COLUMNS]
+
+# ------------------------------------------------------------------------------------------------
+# The published dataset's layout (settings.dataset_repo(), as its Hub viewer lists it): how its columns read as ours.
+# ------------------------------------------------------------------------------------------------
+
+# Its `*_gb` columns are read as GiB (2**30 bytes): the Neuron docs state device memory in GiB ("approximately 24 GiB
+# of HBM per rank"); the published dataset does not say which unit it means.
+PUBLISHED_GB = 2**30
+SAME = "the same"
+PUBLISHED_CORES = "tp"  # the published name of `neuron_cores` (a column name, not the parallelism `tp`)
+KEPT = "kept under its own name"
+# (published column, its type as the Hub's viewer lists it, our column it reads into, how). Every published column is
+# here, in the published order; the card's mapping table is this list. ``store/published.py`` converts both ways.
+PUBLISHED_COLUMNS = [
+    ("model_id", pa.string(), "model_id", SAME),
+    ("library", pa.string(), "library", SAME),
+    (PUBLISHED_CORES, pa.int32(), "neuron_cores", "the same count under our name: the cores (ranks) the model was "
+     "sharded over"),
+    ("runner", pa.string(), "runner", KEPT),
+    ("result", pa.string(), "result", "the same, except that a row with an `exclusion` reads EXCLUDED"),
+    ("notes", pa.string(), "notes", KEPT),
+    ("error", pa.string(), "error", "the same (on an excluded row it follows the exclusion)"),
+    ("exclusion", pa.string(), "error", "a non-empty exclusion makes the row EXCLUDED, the exclusion its reason in "
+     "`error` (the recorded result and error follow it, so nothing is lost)"),
+    ("wall_s", pa.int32(), "wall_s", "the same seconds (whole seconds there)"),
+    ("hbm_peak_gb", pa.float64(), "peak_memory_bytes", "GiB to bytes"),
+    ("hbm_capacity_gb", pa.float64(), "hbm_capacity_gb", KEPT + " (GiB)"),
+    ("cpu_match", pa.string(), "cpu_match", KEPT),
+    ("english", pa.string(), "english", KEPT),
+    ("neuronx_cc", pa.string(), "neuronx_cc", "the same; it is also the row's `compiler_version`, with `compiler` "
+     "neuronx-cc and `backend` neuron"),
+    ("library_version", pa.string(), "library_version", SAME),
+    (vocab.TRANSFORMERS, pa.string(), vocab.TRANSFORMERS, SAME),
+    ("accelerate", pa.string(), "accelerate", SAME),
+    ("torch_neuronx", pa.string(), "torch_neuronx", SAME),
+    ("torch", pa.string(), "torch", SAME),
+    ("nki", pa.string(), "nki", SAME),
+    ("python", pa.string(), "python", SAME),
+    ("neuron_driver", pa.string(), "neuron_driver", SAME),
+    ("tested_at", pa.timestamp("ms", tz="UTC"), "timestamp", "the same instant (milliseconds there, microseconds here)"),
+    ("run_py", pa.string(), "run_py", SAME),
+]
+PUBLISHED_SCHEMA = pa.schema([pa.field(name, typ) for name, typ, _, _ in PUBLISHED_COLUMNS])
+PUBLISHED_NAMES = [name for name, _, _, _ in PUBLISHED_COLUMNS]
+# Published names for one of our columns under another name with the same value (`tp`): a frame read with
+# ``load_results`` carries them too, so a query written for the published files works on ours.
+ALIASES = {published: ours for published, _, ours, how in PUBLISHED_COLUMNS
+           if published != ours and how.startswith(SAME)}
 
 
 def new_row(**values) -> dict:
@@ -150,6 +215,22 @@ def weights_kind(weights, model_id) -> str:
     if isinstance(weights, str) and weights:
         return weights.split(":", 1)[0]
     return vocab.WEIGHTS_TWIN if isinstance(model_id, str) and model_id.startswith("tiny/") else vocab.WEIGHTS_HUB
+
+
+def ran_on(backend, weights, model_id) -> str:
+    """What a row ran on, in words (vocab.RAN_ON): 'Trainium' for a Hub checkpoint on a neuron backend, else the
+    device and 'twin' or 'real checkpoint' ('CPU twin', 'CPU real checkpoint', ...)."""
+    device = vocab.RAN_ON_DEVICE.get(backend, str(backend or "unknown device"))
+    twin = weights_kind(weights, model_id) == vocab.WEIGHTS_TWIN
+    if device == vocab.RAN_ON_TRAINIUM and not twin:
+        return device
+    return f"{device} {vocab.RAN_ON_TWIN if twin else vocab.RAN_ON_REAL}"
+
+
+def ran_on_labels(rows) -> list[str]:
+    """``ran_on`` of each row of a frame (model_id, backend and, where it has one, weights)."""
+    weights = rows["weights"] if "weights" in rows else [None] * len(rows)
+    return [ran_on(b, w, m) for b, w, m in zip(rows["backend"], weights, rows["model_id"])]
 
 
 def weights_kinds(weights, model_ids) -> list[str]:

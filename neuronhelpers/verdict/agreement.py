@@ -5,17 +5,23 @@ version pair (the shelf's copies offline, a Hub checkpoint where the Hub is reac
 by side: same library, same compiler and library versions, same ``model_type``. ``twin_agreement`` pairs them and
 says whether the verdicts (PASS / FAIL, and for a FAIL its stage) agree; ``agreement_line`` is the one sentence
 ``neuronhelpers causes`` and notebook 06 print, each disagreement named.
+
+The published dataset holds verdicts measured on Trainium: ``trainium_agreement`` puts each model tested there beside
+its architecture's twin in the catalog, and ``trainium_agreement_line`` says how often the twin predicted it.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from neuronhelpers.core.vocab import FAIL, PASS, WEIGHTS_TWIN
-from neuronhelpers.store.dataset import newest_per_model
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS, WEIGHTS_HUB, WEIGHTS_TWIN
+from neuronhelpers.store.dataset import newest_per_model, version_pairs
+from neuronhelpers.store.example import is_example
 from neuronhelpers.store.schema import weights_kinds
 
 PAIR = ["library", "compiler_version", "library_version"]
+NEURON = get_backend("neuron").name
 COLUMNS = ["model_id", "weights", "model_type", *PAIR, "result", "stage", "twin_model", "twin_result", "twin_stage",
            "agree"]
 
@@ -65,3 +71,101 @@ def agreement_line(frame: pd.DataFrame) -> str:
                       f" ({r.library} {r.library_version}, compiler {r.compiler_version})"
                       for r in differ.itertuples(index=False))
     return f"{line}; they differ on {named}"
+
+
+# ------------------------------------------------------------------------------------------------
+# Twins against Trainium: the published dataset's verdicts beside the catalog's twins
+# ------------------------------------------------------------------------------------------------
+
+TRAINIUM_COLUMNS = ["model_id", "model_type", "library", "neuronx_cc", "library_version", "result", "error",
+                    "twin_model", "twin_pair", "twin_result", "twin_cause", "agree"]
+OUTSIDE_COLUMNS = ["model_id", "result", "why"]
+# Why a Trainium row stays outside the count, in the order the line names them.
+OUTSIDE_EXCLUDED = "excluded"
+OUTSIDE_NO_VERDICT = "no verdict on Trainium"
+OUTSIDE_UNKNOWN = "architecture unknown"
+OUTSIDE_NO_TWIN = "no twin verdict"
+
+
+def trainium_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows measured on Trainium under Hub ids (backend neuron, Hub weights), each model's newest."""
+    if df.empty or "backend" not in df:
+        return df.iloc[0:0]
+    kinds = weights_kinds(df.get("weights"), df["model_id"])
+    mask = (df["backend"] == NEURON).to_numpy() & (pd.Series(kinds, index=df.index) == WEIGHTS_HUB).to_numpy()
+    return newest_per_model(df[mask])
+
+
+def _twin_rows(catalog: pd.DataFrame) -> pd.DataFrame:
+    """The catalog's twin rows (each twin's newest per version pair)."""
+    if catalog.empty or "twin_of" not in catalog:
+        return catalog.iloc[0:0]
+    twins = catalog[catalog["twin_of"].notna()]
+    return newest_per_model(twins, ["model_id", *PAIR])
+
+
+def _pair_for(twins: pd.DataFrame, library_version) -> tuple | None:
+    """The catalog pair a Trainium row is compared in: the one with its library version (the newest compiler of
+    those), else the newest pair of the library."""
+    pairs = version_pairs(twins)
+    same = [p for p in pairs if p[2] == library_version]
+    return (same or pairs or [None])[0]
+
+
+def trainium_agreement(trainium: pd.DataFrame, catalog: pd.DataFrame,
+                       architecture=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each model tested on Trainium (its newest row) beside its architecture's twin in the catalog: same library,
+    the catalog pair with the same library version if there is one, else the newest; results compared (a Trainium row
+    has no stage). Returns (compared, outside): ``outside`` holds the models left out of the count and why (excluded,
+    no verdict, architecture unknown, no twin verdict). ``architecture`` (model_id -> model_type or None) is asked
+    for a row whose architecture the row does not say (the Hub's config, where reachable)."""
+    twins, compared, outside = _twin_rows(catalog), [], []
+    for row in trainium_rows(trainium).sort_values("model_id").itertuples(index=False):
+        model_type = row.model_type if isinstance(row.model_type, str) else (architecture(row.model_id)
+                                                                               if architecture else None)
+        why = (OUTSIDE_EXCLUDED if row.result == EXCLUDED else OUTSIDE_NO_VERDICT if row.result not in (PASS, FAIL)
+               else OUTSIDE_UNKNOWN if not model_type else None)
+        same = twins[(twins["twin_of"] == model_type) & (twins["library"] == row.library)] if not why else twins
+        pair = None if why else _pair_for(same, row.library_version)
+        twin = (same[(same["compiler_version"] == pair[1]) & (same["library_version"] == pair[2])]
+                .sort_values("model_id").head(1) if pair else same.iloc[0:0])
+        if not why and (twin.empty or twin.iloc[0]["result"] not in (PASS, FAIL)):
+            why = OUTSIDE_NO_TWIN
+        if why:
+            outside.append({"model_id": row.model_id, "result": row.result, "why": why})
+            continue
+        twin = twin.iloc[0]
+        compared.append({"model_id": row.model_id, "model_type": model_type, "library": row.library,
+                         "neuronx_cc": row.neuronx_cc, "library_version": row.library_version, "result": row.result,
+                         "error": row.error, "twin_model": twin["model_id"],
+                         "twin_pair": f"{twin['compiler']} {pair[1]}, {pair[0]} {pair[2]}",
+                         "twin_result": twin["result"], "twin_cause": twin.get("cause"),
+                         "agree": row.result == twin["result"]})
+    compared = pd.DataFrame(compared, columns=TRAINIUM_COLUMNS)
+    compared.attrs["example"] = "runner" in trainium and is_example(trainium["runner"])
+    return compared, pd.DataFrame(outside, columns=OUTSIDE_COLUMNS)
+
+
+def _first_line(value) -> str:
+    return str(value).splitlines()[0] if isinstance(value, str) and value else "no error recorded"
+
+
+def trainium_agreement_line(compared: pd.DataFrame, outside: pd.DataFrame) -> str:
+    """'twins agree with N of M models tested on Trainium', each disagreement named (the model, its Trainium result
+    and error, the twin's result and cause), then the models outside the count, grouped by why; prefixed with a
+    warning where the Trainium rows are neuronhelpers' made-up example (``trainium_agreement`` notes it)."""
+    prefix = "example rows, made up (not measurements): " if compared.attrs.get("example") else ""
+    if compared.empty and outside.empty:
+        return f"{prefix}no rows measured on Trainium to hold the twins against"
+    line = f"{prefix}twins agree with {int(compared['agree'].sum())} of {len(compared)} models tested on Trainium"
+    differ = compared[~compared["agree"].astype(bool)]
+    if not differ.empty:
+        line += "; they differ on " + "; ".join(
+            f"{r.model_id} (Trainium {r.result}" + (f": {_first_line(r.error)}" if r.result == FAIL else "")
+            + f"; twin {r.twin_model} {r.twin_result}" + (f": {r.twin_cause}" if r.twin_result == FAIL and
+                                                          isinstance(r.twin_cause, str) else "")
+            + f", {r.twin_pair})" for r in differ.itertuples(index=False))
+    if not outside.empty:
+        groups = [f"{len(g)} {why} ({', '.join(g['model_id'])})" for why, g in outside.groupby("why", sort=False)]
+        line += "; outside the count: " + ", ".join(groups)
+    return line

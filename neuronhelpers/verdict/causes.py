@@ -149,14 +149,22 @@ def failure_cause(error_type: str | None, error: str | None, trace: str | None =
     return (f"{cause} @ {where}" if where else cause)[:MAX_LENGTH]
 
 
+def error_signature(error) -> str | None:
+    """The cause of a row that records none (the published dataset's): its error's first line, normalised."""
+    return normalise(error.splitlines()[0])[:MAX_LENGTH] if isinstance(error, str) and error.strip() else None
+
+
 def rank_causes(df: pd.DataFrame, *, results=(FAIL,)) -> pd.DataFrame:
-    """Causes ranked by how many architectures (model types) they block, each with its architectures."""
-    failed = df[df.result.isin(results) & df.cause.notna()].copy()
+    """Causes ranked by how many architectures (model types) they block, each with its architectures; a row without
+    a cause counts under its error's (``error_signature``)."""
+    failed = df[df.result.isin(results)].copy()
+    failed["cause"] = failed["cause"].fillna(failed["error"].map(error_signature))
+    failed = failed[failed.cause.notna()]
     if failed.empty:
         return pd.DataFrame(columns=["cause", "stage", "architectures", "count"])
     failed["architecture"] = failed["model_type"].fillna(failed["model_id"])
     grouped = failed.groupby("cause").agg(
-        stage=("stage", lambda s: ", ".join(sorted(set(s.dropna())))),
+        stage=("stage", lambda s: ", ".join(sorted(set(s.dropna()))) or "no stage recorded"),
         architectures=("architecture", lambda s: sorted(set(s))),
     ).reset_index()
     grouped["count"] = grouped["architectures"].map(len)

@@ -15,6 +15,7 @@ import pandas as pd
 from neuronhelpers.core import vocab
 from neuronhelpers.core.vocab import EXCLUDED, PASS
 from neuronhelpers.run.compile_cache import NEURON_ONLY, local_cache_command, sync_command
+from neuronhelpers.store.schema import ran_on
 from neuronhelpers.ui.explorer.frames import NO_ROW, normalise_results, result_kind, result_label, rows_for_versions
 from neuronhelpers.ui.explorer.markup import (STYLE, as_text, copy_button, download_link, is_missing, kv_table_html,
                                               pre_html, render_table_html, result_class)
@@ -52,6 +53,7 @@ def _history(history: pd.DataFrame) -> pd.DataFrame:
         "result": [result_label(r, s) for r, s in zip(last["result"], last["stage"])],
         "wall time (s)": pd.to_numeric(last["wall_s"], errors="coerce").round(1),
         "compile (s)": pd.to_numeric(last["compile_s"], errors="coerce").round(1),
+        "tested": pd.to_datetime(last["timestamp"], utc=True, errors="coerce").dt.strftime("%Y-%m-%d").fillna(""),
     }).reset_index(drop=True)
 
 
@@ -74,7 +76,8 @@ def _run_facts(get, cores) -> dict:
         "graph breaks": _count(get("graph_breaks")), "graphs compiled": _count(get("unique_graphs")),
         "recompiles": _count(get("recompiles")), "CPU fallback ops": ", ".join(map(str, list(get("fallback_ops") if get("fallback_ops") is not None else []))) or None,
         "declares fullgraph": get("declared_fullgraph"),
-        "cores": None if cores is None else f"{int(cores)} ({get('parallelism') or vocab.NO_PARALLELISM})",
+        # a row of the published dataset records no parallelism: the count alone, never a guessed 'none'
+        "cores": None if cores is None else f"{int(cores)} ({get('parallelism')})" if get("parallelism") else str(int(cores)),
         "wall time": seconds("wall_s"), "load": seconds("load_s"), "compile": seconds("compile_s"),
         "warm generate (32 tokens)": seconds("generate_s", 2), "time to first token": seconds("ttft_s", 3),
         "decode": None if decode is None else f"{decode:.1f} tokens/s",
@@ -85,11 +88,27 @@ def _run_facts(get, cores) -> dict:
 
 
 def _sdk_facts(get) -> dict:
-    """The Tested-on table: the Neuron SDK, backend, compiler, component versions and dtype."""
+    """The Tested-on table: what it ran on, when, the Neuron SDK, backend, compiler, component versions and dtype."""
     compiler = " ".join(as_text(v) for v in (get("compiler"), get("compiler_version")) if as_text(v))
-    return {"Neuron SDK": get("neuron_sdk") or "not recorded", "backend": get("backend"), "compiler": compiler or None,
-            "neuronx-cc": get("neuronx_cc"), "torch": get("torch"), "torch-neuronx": get("torch_neuronx"),
-            get("library") or "library": get("library_version"), "dtype": get("dtype")}
+    tested = pd.to_datetime(get("timestamp"), utc=True, errors="coerce") if get("timestamp") is not None else None
+    facts = {"ran on": ran_on(get("backend"), get("weights"), get("model_id")),
+             "tested at": None if tested is None or pd.isna(tested) else tested.strftime("%Y-%m-%d %H:%M:%S UTC"),
+             "Neuron SDK": get("neuron_sdk") or "not recorded", "backend": get("backend"), "compiler": compiler or None,
+             "neuronx-cc": get("neuronx_cc"), "torch": get("torch"), "torch-neuronx": get("torch_neuronx"),
+             get("library") or "library": get("library_version"), "dtype": get("dtype"), "Python": get("python"),
+             "Neuron driver": get("neuron_driver"), "NKI": get("nki"), "accelerate": get("accelerate")}
+    if get("library") != vocab.TRANSFORMERS:
+        facts[vocab.TRANSFORMERS] = get(vocab.TRANSFORMERS)
+    return facts
+
+
+def _recorded_facts(get) -> dict:
+    """The published dataset's own columns, shown as recorded and never interpreted (schema: runner, notes,
+    cpu_match, english, hbm_capacity_gb)."""
+    capacity = _number(get("hbm_capacity_gb"))
+    facts = {"runner": get("runner"), "notes": get("notes"), "cpu_match": get("cpu_match"), "english": get("english"),
+             "hbm_capacity_gb": None if capacity is None else f"{capacity:g}"}
+    return {k: v for k, v in facts.items() if as_text(v)}
 
 
 def _cache_commands(get) -> dict:
@@ -126,6 +145,7 @@ def model_detail(df: pd.DataFrame, model_id: str, *, compiler_version: str | Non
         "history": _history(history),
         "sdk": _sdk_facts(get),
         "run": _run_facts(get, cores),
+        "recorded": _recorded_facts(get),
         "reproduce": reproduce_command(model_id, cores, get("backend")),
         "requirements": as_text(get("requirements")),
         "run_py": as_text(get("run_py")),
@@ -230,8 +250,12 @@ def render_detail_html(detail: dict | None, model_id: str = "", *, hint: str = "
     """The detail pane: ``model_detail``'s answer, or (None) a model without a row here, with the twin's hint."""
     if detail is None:
         return _no_row_html(model_id, hint)
+    recorded = detail.get("recorded") or {}
+    recorded_html = (f'<div><h4>As the published dataset records it</h4>{kv_table_html(recorded)}'
+                     "<p style=\"font-size:11px;color:#666\">columns not documented publicly: shown, never interpreted"
+                     "</p></div>") if recorded else ""
     tables = ('<div style="display:flex;gap:24px;flex-wrap:wrap">'
               f'<div><h4>Tested on</h4>{kv_table_html(detail["sdk"])}</div>'
-              f'<div><h4>Run</h4>{kv_table_html(detail["run"])}</div></div>')
+              f'<div><h4>Run</h4>{kv_table_html(detail["run"])}</div>{recorded_html}</div>')
     history = f"<h4>History across versions</h4>{render_table_html(detail['history'])}"
     return "\n".join([STYLE, *_heading_html(detail), tables, history, *_files_html(detail), *_more_html(detail)])

@@ -7,9 +7,12 @@ from __future__ import annotations
 import pandas as pd
 
 from neuronhelpers.core import vocab
+from neuronhelpers.core.versions import NEURON_COMPILER
 from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS
 from neuronhelpers.models.selected import SELECTED
 from neuronhelpers.store.dataset import newest_per_model
+from neuronhelpers.store.schema import ran_on_labels
+from neuronhelpers.verdict.agreement import trainium_rows
 
 VIEWS = ("Selected", "Trending", "Downloads", "Architectures")
 RANKED_VIEWS = ("Trending", "Downloads")
@@ -31,10 +34,15 @@ MEASURES = [
 ]
 DECIMALS = {column: decimals for column, _, _, decimals in MEASURES if decimals}
 THOUSANDS = ("downloads",)
-TABLE_COLUMNS = ["model", "task", "architecture", "result", "evidence", *[m[0] for m in MEASURES], "failed at", "note"]
+RAN_ON = "ran on"  # the table's column for what a row ran on (schema.ran_on: Trainium, CPU twin, ...)
+TESTED = "tested"  # the day a row's run finished
+TABLE_COLUMNS = ["model", "task", "architecture", "result", RAN_ON, "evidence", *[m[0] for m in MEASURES], "failed at",
+                 TESTED, "note"]
 # The row columns a view table reads.
 VIEW_COLUMNS = ["model_id", "task", "model_type", "twin_of", "result", "stage", "error", "cause", "weights", "evidence",
-                "declared_fullgraph", *[m[1] for m in MEASURES]]
+                "declared_fullgraph", "backend", "library", "timestamp", *[m[1] for m in MEASURES]]
+# The Architectures view's column for the models of the architecture measured on Trainium (verdict/agreement).
+ON_TRAINIUM = "on Trainium"
 # The Architectures view's column for transformers' own claim (_can_compile_fullgraph) beside the measured verdict.
 DECLARED = "declares fullgraph"
 RESULT_ORDER = {PASS: 0, FAIL: 1, vocab.UNTESTED: 2, NO_ROW: 3, EXCLUDED: 4}
@@ -62,7 +70,7 @@ def normalise_results(df: pd.DataFrame) -> pd.DataFrame:
     if fill:
         fill = out["compiler_version"].isna() & out["neuronx_cc"].notna()
         out.loc[fill, "compiler_version"] = out.loc[fill, "neuronx_cc"]
-        out.loc[fill & out["compiler"].isna(), "compiler"] = "neuronx-cc"
+        out.loc[fill & out["compiler"].isna(), "compiler"] = NEURON_COMPILER
     return out
 
 
@@ -182,14 +190,18 @@ def _table_from(ids: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
                        dtype=object)
     kind = result.map(result_kind)
     ran = kind.isin([PASS, FAIL]) | ~kind.isin([*RESULT_ORDER])  # a value outside the vocabulary: shown as recorded
+    has_row = kind.ne(NO_ROW)
     table = {"model": merged["model_id"],
              "task": merged["task"].astype(object).fillna(merged["task_row"].astype(object)).fillna(""),
              "architecture": merged["architecture"].astype(object).fillna(merged["model_type"].astype(object)).fillna(""),
-             "result": result, "evidence": merged["evidence"].astype(object).where(ran, "").fillna("")}
+             "result": result,
+             RAN_ON: [label if r else "" for label, r in zip(ran_on_labels(merged), has_row)],
+             "evidence": merged["evidence"].astype(object).where(ran, "").fillna("")}
     for column, source, scale, decimals in MEASURES:
         values = pd.to_numeric(merged[source], errors="coerce").where(ran)
         table[column] = values.astype("Int64") if scale is None else (values / scale).round(decimals)
     table["failed at"] = merged["stage"].where(kind.eq(FAIL), "").fillna("")
+    table[TESTED] = pd.to_datetime(merged["timestamp"], utc=True, errors="coerce").dt.strftime("%Y-%m-%d").fillna("")
     table["cause"] = merged["cause"].fillna("")
     table[DECLARED] = [_declared_word(v) for v in merged["declared_fullgraph"]]
     table["note"] = _notes(merged, kind)
@@ -221,21 +233,24 @@ def _ranked(rankings: pd.DataFrame | None, view: str) -> pd.DataFrame:
     return ranked[ranked["view"] == view.lower()].sort_values(["task", "rank"], kind="stable").reset_index(drop=True)
 
 
-def _selected_table(rows: pd.DataFrame, _rankings, _view) -> tuple[pd.DataFrame, list[str]]:
+def _selected_table(rows: pd.DataFrame, _rankings, _view, _trainium) -> tuple[pd.DataFrame, list[str]]:
     ids = pd.DataFrame([{"model_id": e.model_id, "task": e.task, "architecture": e.model_type,
                          "note": e.excluded or ""} for e in SELECTED])
     table = _table_from(ids, rows)
     # Deliberate exclusions are part of the list, whether or not a row recorded them: nothing ran.
     excluded = pd.Series([bool(e.excluded) for e in SELECTED], index=table.index)
+    # the list's reason, and a row's own where one recorded the model excluded too (the published dataset's)
+    table.loc[excluded, "note"] = [_join(note if kind == EXCLUDED else "", reason) for note, reason, kind in
+                                   zip(table.loc[excluded, "note"], ids.loc[excluded, "note"],
+                                       table.loc[excluded, "result"].map(result_kind))]
     table.loc[excluded, "result"] = EXCLUDED
-    table.loc[excluded, "note"] = ids.loc[excluded, "note"]
     for column, *_ in MEASURES:
         table.loc[excluded, column] = pd.NA
     table.loc[excluded, ["failed at", "evidence"]] = ""
     return table, list(TABLE_COLUMNS)
 
 
-def _ranked_table(rows: pd.DataFrame, rankings, view: str) -> tuple[pd.DataFrame, list[str]]:
+def _ranked_table(rows: pd.DataFrame, rankings, view: str, _trainium) -> tuple[pd.DataFrame, list[str]]:
     ranked = _ranked(rankings, view)
     ids = pd.DataFrame({"model_id": ranked["model_id"], "task": ranked["task"],
                         "architecture": ranked["model_type"], "note": ""})
@@ -245,14 +260,33 @@ def _ranked_table(rows: pd.DataFrame, rankings, view: str) -> tuple[pd.DataFrame
     return table, ["rank", "model", "downloads", *TABLE_COLUMNS[1:]]
 
 
-def _architectures_table(rows: pd.DataFrame, _rankings, _view) -> tuple[pd.DataFrame, list[str]]:
-    twin_rows = rows[rows["twin_of"].notna()].sort_values("model_id")
+def _architectures_table(rows: pd.DataFrame, _rankings, _view, trainium: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    twin_rows = rows[rows["twin_of"].notna()].sort_values("model_id").reset_index(drop=True)
     ids = pd.DataFrame({"model_id": twin_rows["model_id"], "task": twin_rows["task"],
                         "architecture": twin_rows["twin_of"], "note": "twin of " + twin_rows["twin_of"]})
     columns = list(TABLE_COLUMNS)
     columns.insert(columns.index("note"), "cause")
     columns.insert(columns.index("evidence") + 1, DECLARED)
-    return _table_from(ids.reset_index(drop=True), rows), columns
+    table = _table_from(ids, rows)
+    if not trainium.empty:
+        columns.insert(columns.index(RAN_ON) + 1, ON_TRAINIUM)
+        table[ON_TRAINIUM] = [_on_trainium(trainium, a, lib, result_kind(r))
+                              for a, lib, r in zip(twin_rows["twin_of"], twin_rows["library"], table["result"])]
+    return table, columns
+
+
+def _on_trainium(trainium: pd.DataFrame, architecture: str, library: str, twin_result: str) -> str:
+    """The models of an architecture measured on Trainium (same library), each with its result, and whether the
+    twin's verdict here says the same: 'agrees with 2 of 3: Qwen/Qwen3-0.6B PASS, ... (differs: X FAIL)'."""
+    same = trainium[(trainium["model_type"] == architecture) & (trainium["library"] == library)]
+    same = same[same["result"].isin([PASS, FAIL])]
+    if same.empty:
+        return ""
+    listed = ", ".join(f"{m} {r}" for m, r in zip(same["model_id"], same["result"]))
+    if twin_result not in (PASS, FAIL):
+        return listed
+    agree = int((same["result"] == twin_result).sum())
+    return f"twin agrees with {agree} of {len(same)}: {listed}"
 
 
 def _with_twin_hints(table: pd.DataFrame, twins: TwinVerdicts) -> pd.DataFrame:
@@ -274,7 +308,8 @@ def view_table(view: str, df: pd.DataFrame, rankings: pd.DataFrame | None = None
 
     ``library`` is the library the library version belongs to (default: the task's; without a task the
     version applies to every row). ``rows`` are ``rows_for_versions``' answer when the caller has it.
-    Columns: TABLE_COLUMNS, with 'rank' and 'downloads' in Trending and Downloads and 'cause' in Architectures.
+    Columns: TABLE_COLUMNS, with 'rank' and 'downloads' in Trending and Downloads and 'cause' in Architectures (and
+    ON_TRAINIUM, where ``df`` holds rows measured on Trainium).
     """
     if view not in VIEWS:
         raise ValueError(f"unknown view {view!r}: choose one of {', '.join(VIEWS)}")
@@ -282,7 +317,8 @@ def view_table(view: str, df: pd.DataFrame, rankings: pd.DataFrame | None = None
         library = vocab.LIBRARY_FOR_TASK.get(task)
     if rows is None:
         rows = rows_for_versions(df, compiler_version, library_version, library)
-    table, columns = _VIEW_TABLES[view](rows, rankings, view)
+    trainium = trainium_rows(df) if view == "Architectures" else None
+    table, columns = _VIEW_TABLES[view](rows, rankings, view, trainium)
     if view != "Architectures":
         table = _with_twin_hints(table, TwinVerdicts(rows))
     if task:

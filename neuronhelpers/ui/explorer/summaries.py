@@ -95,6 +95,24 @@ def render_family_svg(rates: pd.DataFrame, family_label: str = "architecture") -
     return "".join(out)
 
 
+def example_notices(df: pd.DataFrame) -> list[str]:
+    """A notice when the frame holds rows of neuronhelpers' made-up example (store/example.py)."""
+    from neuronhelpers.store.example import EXAMPLE_RUNNER
+
+    count = int((df["runner"] == EXAMPLE_RUNNER).sum()) if "runner" in df else 0
+    return [f"{count} rows are neuronhelpers' made-up example in the published layout (runner {EXAMPLE_RUNNER}): "
+            "not measurements"] if count else []
+
+
+def trainium_line(df: pd.DataFrame) -> str:
+    """For the Architectures view: how often the frame's twins predict its Trainium verdicts (verdict/agreement), or
+    '' when it holds no row measured on Trainium."""
+    from neuronhelpers.verdict.agreement import trainium_agreement, trainium_agreement_line, trainium_rows
+
+    trainium = trainium_rows(df)
+    return "" if trainium.empty else trainium_agreement_line(*trainium_agreement(trainium, df))
+
+
 def render_summary_html(view: str, table: pd.DataFrame, *, note: str = "") -> str:
     """The summary a view opens with: counts, pass rate, and (where it helps) pass rate by family."""
     summary = view_summary(table)

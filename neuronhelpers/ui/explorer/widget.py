@@ -19,7 +19,8 @@ from neuronhelpers.ui.explorer.frames import (DEFAULT_LIBRARY, MEASURES, RANKED_
                                               sort_table, versions_available, view_table)
 from neuronhelpers.ui.explorer.markup import (STYLE, WIDGET_STYLE, cell_html, dataset_notices,
                                               render_notices_html)
-from neuronhelpers.ui.explorer.summaries import render_static_html, render_summary_html
+from neuronhelpers.ui.explorer.summaries import (example_notices, render_static_html, render_summary_html,
+                                                 trainium_line)
 
 
 def _track(column: str) -> str:
@@ -56,11 +57,12 @@ class Explorer:
         """The data and the state: rows, rankings, notices, sorting, paging and the caches."""
         from neuronhelpers.models.rankings import load_rankings, ranking_label
 
-        self.notices = dataset_notices(df.attrs)
+        self.notices = dataset_notices(df.attrs) + example_notices(df)
         self.df = normalise_results(df).copy(deep=False)
         self.df.attrs = {}  # pandas copies attrs into every derived frame: the notices are read, drop them
         self.rankings = rankings if rankings is not None else load_rankings()
         self.ranking_label = ranking_label(self.rankings)
+        self.trainium_line = trainium_line(self.df)
         self.page_size = page_size
         self.sort_column, self.sort_ascending, self.page = None, True, 0
         self._rows_cache: dict = {}
@@ -233,7 +235,8 @@ class Explorer:
         if self.sort_column not in table.columns:
             self.sort_column = None
         self._render(table)
-        note = self.ranking_label if self.view.value in RANKED_VIEWS else ""
+        note = (self.ranking_label if self.view.value in RANKED_VIEWS
+                else self.trainium_line if self.view.value == "Architectures" else "")
         self.summary_html.value = render_summary_html(self.view.value, table, note=note)  # last: the page is ready
 
     # -- the grid -----------------------------------------------------------------------------

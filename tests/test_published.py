@@ -1,0 +1,327 @@
+"""The published dataset as it is (issue: read it whole, write to it without harm, hold the twins against it).
+
+The published layout is read from neuronhelpers' made-up example (store/example.py: two files in exactly the published
+columns and types, one without `exclusion`, `hbm_peak_gb` 17.3, millisecond timestamps); writes go through
+``append_rows``, and ``contribute`` / ``publish`` through a real ``huggingface_hub.HfApi`` against the local Hub
+(tests/hub_server.py). The Hub's viewer is the ``datasets`` library's own parquet loader, run offline.
+"""
+
+import datetime as dt
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from huggingface_hub import HfApi
+
+from conftest import result_row, run_cli
+from test_publish import REPO, api, hub, write_row  # noqa: F401 - the local Hub's fixtures
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.models.resolve import ModelRef
+from neuronhelpers.run import render
+from neuronhelpers.store import card, dataset, example, publish, published, schema
+from neuronhelpers.store.example import NEWER, OLDER
+from neuronhelpers.verdict.agreement import trainium_agreement, trainium_agreement_line
+
+FIXTURES = Path(__file__).parent / "fixtures"
+OLD_DIFFUSERS = FIXTURES / "inductor-2.13.0__diffusers-0.42.1.52-columns.parquet"  # catalog/data's file at f098795
+SEED = ["neuronx_cc", "library", "library_version", "neuron_cores", "result"]
+SEED_TP = ["neuronx_cc", "library", "library_version", "tp", "result"]
+
+
+@pytest.fixture
+def published_folder(tmp_path):
+    return example.write_published_example(tmp_path / "published")
+
+
+def trainium_row(model_id="Qwen/Qwen3-0.6B", pair=NEWER, **overrides):
+    """A PASS measured on Trainium under a Hub id, its run.py the recipe's own rendering for the neuron backend."""
+    ref = ModelRef(model_id=model_id, path=model_id, task="text-generation", model_type="qwen3", weights="hub")
+    values = dict(backend="neuron", compiler="neuronx-cc", compiler_version=pair[0], neuronx_cc=pair[0],
+                  library_version=pair[1], weights="hub", neuron_cores=1, wall_s=401.6,
+                  peak_memory_bytes=int(3.25 * 2**30), torch_neuronx="2.14.3.0", python="3.12.11",
+                  timestamp=dt.datetime(2026, 12, 3, 8, 0, 0, 654321, tzinfo=dt.timezone.utc),
+                  run_py=render.render_run_py(render.recipe_params(ref, get_backend("neuron"))))
+    values.update(overrides)
+    return result_row(model_id, **values)
+
+
+def original(folder: Path, pair) -> pa.Table:
+    return pq.read_table(folder / example.example_file(pair))
+
+
+def load_with_datasets(folder: Path, cache: Path):
+    """The Hub viewer's reader: the datasets library's parquet loader, offline, with a cache of its own."""
+    import datasets
+
+    datasets.config.HF_DATASETS_OFFLINE = True
+    return datasets.load_dataset("parquet", data_files=sorted(str(p) for p in dataset.parquet_files(folder)),
+                                 cache_dir=str(cache), split="train")
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading the published layout whole
+# ------------------------------------------------------------------------------------------------
+
+
+def test_a_published_layout_folder_reads_whole_with_every_column_mapped_or_kept(published_folder):
+    df = dataset.load_results(published_folder)
+    raw = pd.concat([original(published_folder, p).to_pandas() for p in (OLDER, NEWER)], ignore_index=True)
+    assert len(df) == len(raw) == 10
+    llama = df[df.model_id == "meta-llama/Llama-3.1-8B-Instruct"].iloc[0]
+    assert llama.neuron_cores == 2 and llama.tp == 2 and llama.wall_s == 1433
+    assert llama.peak_memory_bytes / schema.PUBLISHED_GB == pytest.approx(17.3, abs=1e-9)  # GiB, to the byte
+    assert llama.timestamp == pd.Timestamp("2026-12-02 09:30:15.123", tz="UTC")  # milliseconds kept
+    assert (llama.backend, llama.compiler, llama.compiler_version) == ("neuron", "neuronx-cc", NEWER[0])
+    assert (llama.task, llama.model_type) == ("text-generation", "llama")  # from the Selected list
+    # every published column without a counterpart of ours is kept as it reads there
+    for column in ("runner", "notes", "hbm_capacity_gb", "cpu_match", "english", "transformers", "accelerate", "nki",
+                   "python", "neuron_driver"):
+        assert df[column].astype(object).where(df[column].notna(), None).tolist() == \
+            raw[column].astype(object).where(raw[column].notna(), None).tolist(), column
+    excluded = df[df.model_id == "deepseek-ai/DeepSeek-V3"].iloc[0]
+    assert excluded.result == "EXCLUDED" and excluded.error == "too large: needs more than 16 cores"
+    unknown = df[df.model_id == "example-org/unknown-architecture-1B"].iloc[0]
+    assert pd.isna(unknown.task) and pd.isna(unknown.model_type)  # known nowhere: null, never guessed
+    assert df.attrs["skipped"] == [] and df.attrs["off_vocabulary"] == []
+
+
+def test_an_exclusion_wins_over_the_recorded_result_and_keeps_it_in_the_reason():
+    table = pa.table({"model_id": ["a/b"], schema.PUBLISHED_CORES: pa.array([1], pa.int32()), "result": ["FAIL"],
+                      "error": ["boom"], "exclusion": ["not a priority yet"], "neuronx_cc": ["2.23.1"]})
+    row = dataset.conform(table).to_pylist()[0]
+    assert row["result"] == "EXCLUDED"
+    assert row["error"] == "not a priority yet (error recorded: boom) (result recorded: FAIL)"
+
+
+@pytest.mark.parametrize("layout", ["published", "ours", "mixed"])
+def test_the_seed_query_works_in_both_spellings_on_either_layout_and_a_mix(tmp_path, published_folder, layout):
+    ours = tmp_path / "ours"
+    dataset.append_rows(ours, [result_row("Qwen/Qwen3-0.6B", neuron_cores=1)])
+    folder = {"published": published_folder, "ours": ours}.get(layout, tmp_path / "mixed")
+    if layout == "mixed":
+        shutil.copytree(published_folder / "data", folder / "data")
+        shutil.copy(next(ours.rglob("*.parquet")), folder / "data" / "ours.parquet")
+    df = dataset.load_results(folder)
+    seed = df[df.model_id == "Qwen/Qwen3-0.6B"][SEED]
+    with_tp = df[df.model_id == "Qwen/Qwen3-0.6B"][SEED_TP]
+    assert len(seed) == {"published": 2, "ours": 1, "mixed": 3}[layout]
+    assert seed["neuron_cores"].tolist() == with_tp["tp"].tolist() == [1] * len(seed)
+    assert seed["result"].tolist() == ["PASS"] * len(seed)
+
+
+# ------------------------------------------------------------------------------------------------
+# Writing: one schema per folder, and the published files kept as they are
+# ------------------------------------------------------------------------------------------------
+
+
+def test_appending_to_a_published_layout_folder_keeps_every_row_exactly(published_folder):
+    before = {pair: original(published_folder, pair) for pair in (OLDER, NEWER)}
+    touched = dataset.append_rows(published_folder, [trainium_row(pair=OLDER)])
+    assert touched == [example.example_file(OLDER)]  # found by the values it holds, not by our naming
+    after = original(published_folder, OLDER)
+    assert after.schema.equals(schema.PUBLISHED_SCHEMA)  # the 24 published columns, in order: `exclusion` added
+    old = after.slice(0, before[OLDER].num_rows)
+    assert old.select(before[OLDER].column_names).equals(before[OLDER].cast(old.select(before[OLDER].column_names).schema))
+    assert old.column("exclusion").null_count == before[OLDER].num_rows
+    new = after.slice(before[OLDER].num_rows).to_pylist()[0]
+    assert (new["model_id"], new[schema.PUBLISHED_CORES], new["wall_s"], new["hbm_peak_gb"]) == ("Qwen/Qwen3-0.6B", 1, 402, 3.25)
+    assert new["tested_at"] == dt.datetime(2026, 12, 3, 8, 0, 0, 654000, tzinfo=dt.timezone.utc)
+    assert new["runner"] is None and new["cpu_match"] is None and new["english"] is None  # never made up
+    assert original(published_folder, NEWER).equals(before[NEWER])  # the other file untouched
+    dataset.append_rows(published_folder, [trainium_row(pair=OLDER)])  # the same row again is not added twice
+    assert original(published_folder, OLDER).num_rows == before[OLDER].num_rows + 1
+
+
+def test_a_pair_the_dataset_lacks_gets_a_file_named_after_its_own_pattern(published_folder):
+    touched = dataset.append_rows(published_folder, [trainium_row(pair=("2.24.1.0", "5.24.0"))])
+    assert touched == ["data/neuronx_cc-2.24.1.0/transformers-5.24.0.parquet"]
+    assert pq.read_schema(published_folder / touched[0]).equals(schema.PUBLISHED_SCHEMA, check_metadata=False)
+
+
+def test_file_names_without_a_common_pattern_give_ours_beside_them():
+    files = {"data/a.parquet": {("2.1", "transformers", "4.0")}, "data/b.parquet": {("2.2", "transformers", "5.0")}}
+    assert published.name_pattern(files) is None
+    assert published.file_for(("2.3", "transformers", "5.1"), files, "x") is None
+    spread = {**files, "data/c.parquet": {("2.1", "transformers", "4.0")}}
+    with pytest.raises(UserError, match="spread over data/a.parquet, data/c.parquet"):
+        published.file_for(("2.1", "transformers", "4.0"), spread, "x")
+
+
+@pytest.mark.parametrize("row, label", [
+    (result_row("tiny/qwen3", twin_of="qwen3"), "CPU twin"),
+    (result_row("Qwen/Qwen3-0.6B", weights="shelf: gguf"), "CPU real checkpoint"),
+    (result_row("Qwen/Qwen3-0.6B"), "CPU real checkpoint"),
+    (trainium_row(result="UNTESTED", stage="dependency", error="x", verification=None), "Trainium"),
+])
+def test_a_published_layout_folder_refuses_any_other_row_in_one_line(published_folder, row, label):
+    before = {p: p.read_bytes() for p in dataset.parquet_files(published_folder)}
+    with pytest.raises(UserError) as raised:
+        dataset.append_rows(published_folder, [row])
+    message = str(raised.value)
+    assert "\n" not in message and "only PASS or FAIL rows measured on Trainium under Hub ids" in message
+    assert label in message and "nothing was written" in message
+    assert {p: p.read_bytes() for p in dataset.parquet_files(published_folder)} == before
+
+
+def test_the_datasets_loader_reads_the_committed_catalog_as_one_table(tmp_path):
+    catalog = Path(__file__).resolve().parents[1] / "catalog"
+    loaded = load_with_datasets(catalog, tmp_path / "cache")
+    assert loaded.num_rows == len(dataset.load_results(catalog))
+    assert loaded.column_names == schema.COLUMN_NAMES
+
+
+def test_a_folder_grown_from_an_old_file_stays_one_table_for_the_datasets_loader(tmp_path):
+    """A copy of the 52-column file plus rows of all three libraries, written with append_rows; a control folder made
+    without append_rows (the old file beside a current one) shows the loader's own failure."""
+    control = tmp_path / "control" / "data"
+    control.mkdir(parents=True)
+    shutil.copy(OLD_DIFFUSERS, control / OLD_DIFFUSERS.name.replace(".52-columns", ""))
+    dataset.write_table_atomic(schema.rows_to_table([result_row("tiny/llama")]), control / "ours.parquet")
+    with pytest.raises(Exception) as raised:
+        load_with_datasets(control.parent, tmp_path / "cache-control")
+    assert "column names don't match" in f"{raised.value} {raised.value.__cause__}"
+
+    folder = tmp_path / "grown"
+    (folder / "data").mkdir(parents=True)
+    shutil.copy(OLD_DIFFUSERS, folder / "data" / OLD_DIFFUSERS.name.replace(".52-columns", ""))
+    old_rows = pq.read_table(OLD_DIFFUSERS).num_rows
+    dataset.append_rows(folder, [
+        result_row("tiny/llama"),
+        result_row("tiny/st-bert", task="feature-extraction", library="sentence-transformers", library_version="6.2.0",
+                   verification="within_tolerance"),
+        result_row("tiny/sd-new", task="text-to-image", library="diffusers", library_version="0.42.1",
+                   verification="within_tolerance")])
+    loaded = load_with_datasets(folder, tmp_path / "cache")
+    assert loaded.num_rows == old_rows + 3 and loaded.column_names == schema.COLUMN_NAMES
+    assert all(pq.read_schema(p).equals(schema.SCHEMA, check_metadata=False) for p in dataset.parquet_files(folder))
+
+
+# ------------------------------------------------------------------------------------------------
+# Contributing and publishing to a dataset laid out as published (the local Hub)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def published_repo(hub, api, published_folder):  # noqa: F811 - the local Hub's fixtures
+    api.create_repo(REPO, repo_type="dataset")
+    api.upload_folder(folder_path=str(published_folder), repo_id=REPO, repo_type="dataset")
+    return hub.files(REPO)
+
+
+def test_a_contribution_to_the_published_layout_keeps_every_row_and_adds_ours_in_its_columns(
+        published_repo, hub, api, tmp_path):  # noqa: F811
+    rows = [trainium_row(), trainium_row("google/gemma-3-1b-it", pair=("2.24.1.0", "5.24.0"), result="FAIL",
+                                         stage="compile", error="RuntimeError: x", verification=None)]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(pd.Series(r).to_json(date_format="iso") for r in rows))
+    plan = publish.contribute(path, REPO, api=api)
+    assert plan.pr_url and hub.pull_requests(REPO) == ["refs/pr/1"] and hub.commits(REPO) == 1  # main untouched
+    target, new_file = example.example_file(NEWER), "data/neuronx_cc-2.24.1.0/transformers-5.24.0.parquet"
+    assert sorted(plan.changed) == sorted([target, new_file])
+    pr = hub.files(REPO, "refs/pr/1")
+    before, after = pq.read_table(pa.BufferReader(published_repo[target])), pq.read_table(pa.BufferReader(pr[target]))
+    assert after.slice(0, before.num_rows).equals(before)  # all 24 columns of every old row, exactly
+    added = after.slice(before.num_rows).to_pylist()
+    assert [(r["model_id"], r["result"], r[schema.PUBLISHED_CORES], r["hbm_peak_gb"]) for r in added] == \
+        [("Qwen/Qwen3-0.6B", "PASS", 1, 3.25)]
+    assert pr[example.example_file(OLDER)] == published_repo[example.example_file(OLDER)]
+    assert pq.read_table(pa.BufferReader(pr[new_file])).column("error").to_pylist() == ["RuntimeError: x"]
+    assert "README.md" not in plan.changed  # their card is theirs
+
+
+def test_a_twin_row_offered_to_the_published_layout_is_refused_in_one_line(published_repo, hub, api, tmp_path):  # noqa: F811
+    from test_publish import make_row
+
+    proc_before = len(hub.requests)
+    with pytest.raises(UserError, match=rf"^{REPO} is laid out as the published Trainium dataset: .*tiny/gpt2, PASS, "
+                                        r"CPU twin\); nothing was written$"):
+        publish.contribute(write_row(tmp_path / "row.json", make_row("tiny/gpt2")), REPO, api=api)
+    assert all(r.method in ("GET", "HEAD") for r in hub.requests[proc_before:]) and hub.pull_requests(REPO) == []
+
+
+def test_publishing_a_catalog_into_the_published_layout_is_refused_and_trainium_rows_join_it(
+        published_repo, hub, api, tmp_path):  # noqa: F811
+    twins = tmp_path / "twins"
+    dataset.append_rows(twins, [result_row("tiny/llama")])
+    with pytest.raises(UserError, match="laid out as the published Trainium dataset"):
+        publish.publish(twins, REPO, api=api)
+    assert hub.commits(REPO) == 1
+    mine = tmp_path / "trainium"
+    dataset.append_rows(mine, [trainium_row()])
+    plan = publish.publish(mine, REPO, api=api)
+    assert plan.changed == [example.example_file(NEWER)] and "laid out as the published dataset" in plan.note
+    assert pq.read_table(pa.BufferReader(hub.files(REPO)[example.example_file(NEWER)])).num_rows == 7
+
+
+def test_the_made_up_example_is_never_published_or_contributed(published_folder, hub, api, tmp_path):  # noqa: F811
+    with pytest.raises(UserError, match="made-up example dataset: they are not measurements"):
+        publish.publish(published_folder, REPO, api=api)
+    row = trainium_row(runner=example.EXAMPLE_RUNNER)
+    with pytest.raises(UserError, match="made-up example dataset: they are not measurements"):
+        publish.contribute(write_row(tmp_path / "row.json", row), REPO, api=api)
+    assert hub.requests == []
+
+
+# ------------------------------------------------------------------------------------------------
+# Twins against Trainium, and what each row ran on
+# ------------------------------------------------------------------------------------------------
+
+
+def small_catalog() -> pd.DataFrame:
+    """Twins in two transformers releases: 5.23.0 (the example's newer file) and 5.24.0 (the newest)."""
+    rows = []
+    for version in ("5.23.0", "5.24.0"):
+        for arch, result in (("qwen3", "PASS"), ("llama", "PASS"), ("gemma2", "FAIL"), ("gemma3_text", "FAIL"),
+                             ("gpt2", "PASS"), ("mixtral", "PASS")):
+            extra = {"stage": "compile", "cause": "recompile limit"} if result == "FAIL" else {}
+            if arch == "gpt2" and version == "5.24.0":
+                result, extra = "FAIL", {"stage": "compile", "cause": "gpt2 broke in 5.24"}
+            rows.append(result_row(f"tiny/{arch}", result, twin_of=arch, model_type=arch, compiler_version="2.14.1",
+                                   library_version=version, weights="twin: random", **extra))
+    return pd.DataFrame(rows)
+
+
+def test_twins_against_trainium_count_agreements_name_each_disagreement_and_what_stays_outside(published_folder):
+    compared, outside = trainium_agreement(dataset.load_results(published_folder), small_catalog())
+    assert len(compared) == 7 and int(compared.agree.sum()) == 5
+    by_model = compared.set_index("model_id")
+    assert by_model.loc["Qwen/Qwen3-0.6B", "twin_pair"] == "inductor 2.14.1, transformers 5.23.0"  # same release
+    assert by_model.loc["openai-community/gpt2", "twin_pair"] == "inductor 2.14.1, transformers 5.24.0"  # the newest
+    line = trainium_agreement_line(compared, outside)
+    assert line.startswith("example rows, made up (not measurements): twins agree with 5 of 7 models tested on Trainium")
+    assert ("mistralai/Mixtral-8x7B-Instruct-v0.1 (Trainium FAIL: RuntimeError: neuronx-cc failed: example error, not a "
+            "measurement; twin tiny/mixtral PASS, inductor 2.14.1, transformers 5.23.0)") in line
+    assert "openai-community/gpt2 (Trainium PASS; twin tiny/gpt2 FAIL: gpt2 broke in 5.24, inductor 2.14.1" in line
+    assert line.endswith("outside the count: 1 excluded (deepseek-ai/DeepSeek-V3), 1 architecture unknown "
+                         "(example-org/unknown-architecture-1B)")
+
+
+def test_the_causes_command_holds_the_catalog_against_a_trainium_folder(published_folder, tmp_path):
+    catalog = tmp_path / "catalog"
+    dataset.append_rows(catalog, dataset.row_records(small_catalog()))
+    proc = run_cli("causes", str(catalog), "--trainium", str(published_folder))
+    assert proc.returncode == 0, proc.stderr
+    assert "Trainium: example rows, made up (not measurements): twins agree with 5 of 7 models tested on Trainium" \
+        in proc.stdout
+    offline = run_cli("causes", str(catalog), env={"HF_HUB_OFFLINE": "1"})
+    assert ("Trainium: no rows measured on Trainium to hold the twins against (the published dataset "
+            "hf://datasets/aws-neuron/torch-neuronx-model-support cannot be read") in offline.stdout
+
+
+def test_each_row_says_what_it_ran_on_and_the_card_title_says_what_the_dataset_holds():
+    assert schema.ran_on("neuron", None, "Qwen/Qwen3-0.6B") == "Trainium"
+    assert schema.ran_on("neuron", "twin: random", "tiny/qwen3") == "Trainium twin"
+    assert schema.ran_on("cpu", None, "tiny/qwen3") == "CPU twin"
+    assert schema.ran_on("cpu", "shelf: gguf", "HuggingFaceTB/SmolLM2-135M-Instruct") == "CPU real checkpoint"
+    catalog = dataset.load_results(Path(__file__).resolve().parents[1] / "catalog")
+    text = card.render_card(catalog)
+    assert text.splitlines()[text.splitlines().index("---", 1) + 2] == \
+        "# The torch-neuronx recipe on CPU twins and CPU real checkpoints (no Trainium measurements)"
+    assert "| Trainium | no |" in text and "| CPU twin | yes |" in text
+    for name, *_ in schema.PUBLISHED_COLUMNS:  # the card's mapping table names every published column
+        assert f"| `{name}` |" in text
+    assert "as GiB (2**30 bytes" in text and "stays out of the published dataset" in text
