@@ -7,6 +7,7 @@ columns and types, one without `exclusion`, `hbm_peak_gb` 17.3, millisecond time
 """
 
 import datetime as dt
+import os
 import shutil
 from pathlib import Path
 
@@ -54,12 +55,13 @@ def original(folder: Path, pair) -> pa.Table:
 
 
 def load_with_datasets(folder: Path, cache: Path):
-    """The Hub viewer's reader: the datasets library's parquet loader, offline, with a cache of its own."""
+    """The Hub viewer's reader: the datasets library loading a dataset folder as the Hub does (the card's `configs`
+    where it has one, else its data files), offline (HF_DATASETS_OFFLINE), with a cache of its own."""
+    os.environ["HF_DATASETS_OFFLINE"] = "1"  # read when datasets is first imported; the flag below if it already was
     import datasets
 
     datasets.config.HF_DATASETS_OFFLINE = True
-    return datasets.load_dataset("parquet", data_files=sorted(str(p) for p in dataset.parquet_files(folder)),
-                                 cache_dir=str(cache), split="train")
+    return datasets.load_dataset(str(folder), cache_dir=str(cache), split="train")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -325,3 +327,48 @@ def test_each_row_says_what_it_ran_on_and_the_card_title_says_what_the_dataset_h
     for name, *_ in schema.PUBLISHED_COLUMNS:  # the card's mapping table names every published column
         assert f"| `{name}` |" in text
     assert "as GiB (2**30 bytes" in text and "stays out of the published dataset" in text
+
+
+def test_diff_and_causes_read_published_files(published_folder):
+    older, newer = (str(published_folder / example.example_file(p)) for p in (OLDER, NEWER))
+    proc = run_cli("diff", older, newer)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == "5 new, 3 dropped" and "deepseek-ai/DeepSeek-V3     hub     new" in proc.stdout
+    causes = run_cli("causes", str(published_folder), "--trainium", str(published_folder))
+    # a Trainium FAIL records no cause: it is ranked by its error's first line, under the architectures it blocks
+    assert "   2  [no stage recorded] RuntimeError: neuronx-cc failed: example error, not a measurement" in causes.stdout
+    assert "gemma2, mixtral" in causes.stdout
+
+
+def test_a_contribution_to_the_older_published_file_mends_the_viewer_for_that_folder(published_folder, tmp_path):
+    with pytest.raises(Exception) as raised:  # as published: one file lacks `exclusion`
+        load_with_datasets(published_folder, tmp_path / "cache-before")
+    assert "column names don't match" in f"{raised.value} {raised.value.__cause__}"
+    dataset.append_rows(published_folder, [trainium_row(pair=OLDER)])
+    loaded = load_with_datasets(published_folder, tmp_path / "cache-after")
+    assert loaded.num_rows == 11 and loaded.column_names == schema.PUBLISHED_NAMES
+
+
+def test_publishing_our_layout_brings_an_older_file_to_the_current_schema(tmp_path):
+    folder = tmp_path / "results"
+    (folder / "data").mkdir(parents=True)
+    shutil.copy(OLD_DIFFUSERS, folder / "data" / "inductor-2.13.0__diffusers-0.42.1.parquet")
+    dataset.write_table_atomic(schema.rows_to_table([result_row("tiny/llama")]), folder / "data" / "x.parquet")
+    files = publish.local_files(folder)
+    for name in ("data/inductor-2.13.0__diffusers-0.42.1.parquet", "data/x.parquet"):
+        assert pq.read_schema(pa.BufferReader(files[name])).equals(schema.SCHEMA, check_metadata=False), name
+    assert pq.read_table(pa.BufferReader(files["data/inductor-2.13.0__diffusers-0.42.1.parquet"])).num_rows == 2
+    assert files["README.md"].decode().count("# The torch-neuronx recipe on CPU twins (no Trainium measurements)") == 1
+
+
+def test_the_architectures_view_sets_each_twin_beside_the_trainium_models_of_its_architecture(published_folder):
+    from neuronhelpers.ui.explorer.frames import ON_TRAINIUM, view_table
+    from neuronhelpers.ui.explorer.summaries import trainium_line
+
+    df = pd.concat([dataset.load_results(published_folder), pd.DataFrame(small_catalog())], ignore_index=True)
+    table = view_table("Architectures", df, compiler_version="2.14.1", library_version="5.23.0").set_index("model")
+    assert table.loc["tiny/llama", ON_TRAINIUM] == ("twin agrees with 2 of 2: HuggingFaceTB/SmolLM2-135M-Instruct PASS, "
+                                                    "meta-llama/Llama-3.1-8B-Instruct PASS")
+    assert table.loc["tiny/mixtral", ON_TRAINIUM] == "twin agrees with 0 of 1: mistralai/Mixtral-8x7B-Instruct-v0.1 FAIL"
+    assert table.loc["tiny/llama", "ran on"] == "CPU twin"
+    assert trainium_line(df).startswith("example rows, made up (not measurements): twins agree with 5 of 7")

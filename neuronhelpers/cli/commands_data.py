@@ -12,7 +12,7 @@ import sys
 from neuronhelpers.core import settings
 from neuronhelpers.cli.commands_run import json_default
 from neuronhelpers.core import vocab
-from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.errors import UserError, first_line
 
 
 def _print_ranked(title: str, frame, top: int) -> None:
@@ -38,10 +38,16 @@ def _trainium_verdicts(source: str | None, catalog):
     if source is None and not hub_reachable():
         said = (f" (the published dataset hf://datasets/{settings.dataset_repo()} cannot be read: the Hub is "
                 f"{hub_status_line()}; give --trainium FOLDER)")
-    else:
-        source = source or f"hf://datasets/{settings.dataset_repo()}"
+    elif source:
         frames.append(load_results(source))
         said = f" ({source})"
+    else:
+        source = f"hf://datasets/{settings.dataset_repo()}"
+        try:
+            frames.append(load_results(source))
+            said = f" ({source})"
+        except Exception as exc:  # noqa: BLE001 - the Hub answered, then failed: say so, keep the rest of the report
+            said = f" (the published dataset {source} could not be read: {first_line(exc)}; give --trainium FOLDER)"
     compared, outside = trainium_agreement(pd.concat(frames, ignore_index=True), catalog,
                                            lambda m: architecture_from_hub(m)[1])
     return compared, outside, trainium_agreement_line(compared, outside) + said
