@@ -50,6 +50,9 @@ def isolated_home(tmp_path_factory):
 # that is that slow belongs here; everything else is the inner loop (`pytest -m "not slow"`, about two minutes).
 SLOW_TESTS = frozenset({
     "test_app_browser.py::test_a_catalog_user_browses_the_served_page",
+    "test_app_browser.py::test_the_published_layout_shows_cores_memory_reason_date_and_runner",
+    "test_published.py::test_the_causes_command_holds_the_catalog_against_a_trainium_folder",
+    "test_published.py::test_a_twin_row_offered_to_the_published_layout_is_refused_in_one_line",
     "test_app_lifecycle.py::test_a_signal_to_the_app_takes_voila_and_its_kernels_down",
     "test_cache.py::test_rows_say_whether_the_run_hit_the_cache",
     "test_end_to_end.py::test_a_model_generate_runs_eagerly_is_a_compile_failure_never_a_pass",
