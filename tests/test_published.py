@@ -372,3 +372,20 @@ def test_the_architectures_view_sets_each_twin_beside_the_trainium_models_of_its
     assert table.loc["tiny/mixtral", ON_TRAINIUM] == "twin agrees with 0 of 1: mistralai/Mixtral-8x7B-Instruct-v0.1 FAIL"
     assert table.loc["tiny/llama", "ran on"] == "CPU twin"
     assert trainium_line(df).startswith("example rows, made up (not measurements): twins agree with 5 of 7")
+
+
+def test_a_published_file_in_other_types_is_read_without_loss_and_written_in_its_own_types(tmp_path):
+    """A file whose `wall_s` is a float and `tp` an int64 (not the viewer's int32): nothing truncated on reading, and
+    rows join it in its own types."""
+    folder = tmp_path / "other-types"
+    table = example.example_rows(NEWER).slice(0, 2)
+    table = table.set_column(table.schema.get_field_index("wall_s"), "wall_s", pa.array([402.7, 1433.2]))
+    index = table.schema.get_field_index(schema.PUBLISHED_CORES)
+    table = table.set_column(index, schema.PUBLISHED_CORES, table.column(index).cast(pa.int64()))
+    (folder / "data").mkdir(parents=True)
+    pq.write_table(table, folder / "data" / "file.parquet")
+    assert dataset.load_results(folder)["wall_s"].tolist() == [402.7, 1433.2]
+    dataset.append_rows(folder, [trainium_row()])
+    after = pq.read_table(folder / "data" / "file.parquet")
+    assert after.schema.field("wall_s").type == pa.float64() and after.schema.field(schema.PUBLISHED_CORES).type == pa.int64()
+    assert after.slice(0, 2).equals(table) and after.column("wall_s").to_pylist()[2] == 402.0

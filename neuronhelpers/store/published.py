@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.backends import get_backend
-from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.errors import UserError, first_line
 from neuronhelpers.core.versions import NEURON_COMPILER
 from neuronhelpers.store import schema
 
@@ -53,12 +53,13 @@ def from_published(table: pa.Table) -> pa.Table:
     rows = table.num_rows
 
     def column(name: str) -> pa.ChunkedArray | pa.Array:
-        typ = schema.PUBLISHED_SCHEMA.field(name).type
-        return table.column(name).cast(typ) if name in table.column_names else pa.nulls(rows, typ)
+        """The column as the file holds it (our schema's cast follows: a file's float `wall_s` loses nothing), or
+        nulls of the published type where the file lacks it."""
+        return table.column(name) if name in table.column_names else pa.nulls(rows, schema.PUBLISHED_SCHEMA.field(name).type)
 
     out = {ours: column(published) for published, _, ours, how in schema.PUBLISHED_COLUMNS
            if how.startswith(schema.SAME) or how.startswith(schema.KEPT)}
-    gib = pc.multiply(column("hbm_peak_gb"), float(schema.PUBLISHED_GB))
+    gib = pc.multiply(column("hbm_peak_gb").cast(pa.float64()), float(schema.PUBLISHED_GB))
     out["peak_memory_bytes"] = pc.round(gib).cast(pa.int64())
     out["timestamp"] = column("tested_at").cast(pa.timestamp("us", tz="UTC"))
     results, errors = _with_exclusions(column("result").to_pylist(), column("error").to_pylist(),
@@ -138,9 +139,10 @@ def to_published(rows: list[dict]) -> pa.Table:
 
 
 def merged(original: pa.Table | None, rows: list[dict], where: str) -> pa.Table:
-    """A published file as it will be written: its own rows copied from ``original`` as they are (a published column
-    it lacks added as nulls, the columns in the published order), then ``rows`` in its columns, less those already
-    in it (``ROW_KEY``). A file with a column the published layout does not have is refused in one line."""
+    """A published file as it will be written: its own rows copied from ``original`` as they are, in the types the
+    file has (a published column it lacks added as nulls, the columns in the published order), then ``rows`` in those
+    columns and types, less those already in it (``ROW_KEY``). A file with a column the published layout does not
+    have, or whose types cannot hold our values, is refused in one line."""
     new = to_published(rows)
     if original is None:
         return new
@@ -148,18 +150,15 @@ def merged(original: pa.Table | None, rows: list[dict], where: str) -> pa.Table:
     if unknown:
         raise UserError(f"{where} has column(s) the published layout neuronhelpers knows does not: "
                         f"{', '.join(unknown)}; nothing was written (update neuronhelpers)")
-    columns = []
-    for field in schema.PUBLISHED_SCHEMA:
-        if field.name not in original.column_names:
-            columns.append(pa.nulls(original.num_rows, field.type))
-            continue
-        column = original.column(field.name)
-        try:
-            columns.append(column if column.type == field.type else column.cast(field.type))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise UserError(f"{where}: its column {field.name} is {column.type}, not {field.type} as published; "
-                            "nothing was written") from None
-    kept = pa.Table.from_arrays(columns, schema=schema.PUBLISHED_SCHEMA)
+    fields = [original.schema.field(f.name) if f.name in original.column_names else f for f in schema.PUBLISHED_SCHEMA]
+    target = pa.schema([pa.field(f.name, f.type) for f in fields])
+    kept = pa.Table.from_arrays([original.column(f.name) if f.name in original.column_names
+                                 else pa.nulls(original.num_rows, f.type) for f in target], schema=target)
+    try:
+        new = new.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise UserError(f"{where}: its column types cannot hold these rows ({first_line(exc)}); nothing was "
+                        "written") from None
     there = set(zip(*(kept.column(k).to_pylist() for k in ROW_KEY)))
     fresh = [key not in there for key in zip(*(new.column(k).to_pylist() for k in ROW_KEY))]
     return pa.concat_tables([kept, new.filter(pa.array(fresh, pa.bool_()))])
