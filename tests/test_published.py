@@ -389,3 +389,52 @@ def test_a_published_file_in_other_types_is_read_without_loss_and_written_in_its
     after = pq.read_table(folder / "data" / "file.parquet")
     assert after.schema.field("wall_s").type == pa.float64() and after.schema.field(schema.PUBLISHED_CORES).type == pa.int64()
     assert after.slice(0, 2).equals(table) and after.column("wall_s").to_pylist()[2] == 402.0
+
+
+def test_edge_cases_of_a_published_file_lose_nothing(tmp_path):
+    """A NaN memory figure reads as no figure (the file is not skipped); a file that mixes a published-only column with
+    ours keeps that column as it reads; a backend a pandas frame left as NaN is no device."""
+    table = example.example_rows(NEWER).slice(0, 2)
+    index = table.schema.get_field_index("hbm_peak_gb")
+    table = table.set_column(index, "hbm_peak_gb", pa.array([float("nan"), 17.3]))
+    (tmp_path / "a" / "data").mkdir(parents=True)
+    pq.write_table(table, tmp_path / "a" / "data" / "nan.parquet")
+    df = dataset.load_results(tmp_path / "a")
+    assert len(df) == 2 and pd.isna(df.peak_memory_bytes[0]) and df.attrs["skipped"] == []
+    hybrid = pa.table({"model_id": ["a/b"], "result": ["PASS"], "task": ["text-generation"], "tp": [4]})
+    row = dataset.conform(hybrid, keep_other_columns=True).to_pylist()[0]
+    assert row["tp"] == 4 and row["neuron_cores"] is None  # neither layout's: kept, not guessed
+    assert schema.ran_on(float("nan"), None, "a/b") == "unknown device real checkpoint"
+
+
+def test_new_file_names_take_values_only_where_they_stand_whole():
+    assert published.name_pattern({"data/sdk-2.25.0/transformers-5.0.parquet": {("2.25.12.0", "transformers", "5.0")}}) \
+        is None  # '5.0' inside '2.25.0' is no field: the name shows no pattern for neuronx_cc
+    files = {"data/sdk-2.25.12.0/transformers-5.0.parquet": {("2.25.12.0", "transformers", "5.0")}}
+    assert published.name_pattern(files) == "data/sdk-{neuronx_cc}/{library}-{library_version}.parquet"
+    assert published.name_pattern({"data/x-1.0.parquet": {("1.0", "transformers", "1.0")}}) is None  # ambiguous
+    # files in sibling folders with no common pattern: a new file goes under data/, never to the filesystem's root
+    files = {"a/one.parquet": {("2.1", "transformers", "4.0")}, "b/two.parquet": {("2.2", "transformers", "5.0")}}
+    assert published.file_for(("2.3", "transformers", "5.1"), files, "x") is None
+
+
+def test_a_new_file_beside_files_without_a_pattern_stays_inside_the_folder(tmp_path):
+    folder = tmp_path / "siblings"
+    for name, pair in (("a/one.parquet", OLDER), ("b/two.parquet", NEWER)):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(example.example_rows(pair), folder / name)
+    touched = dataset.append_rows(folder, [trainium_row(pair=("2.24.1.0", "5.24.0"))])
+    assert touched == ["data/neuronx-cc-2.24.1.0__transformers-5.24.0.parquet"] and (folder / touched[0]).is_file()
+
+
+def test_a_sweep_into_a_published_layout_folder_is_refused_before_anything_runs(published_folder):
+    from neuronhelpers.sweep.local import sweep_models
+
+    with pytest.raises(UserError, match="laid out as the published Trainium dataset.*sweep into a folder of your own"):
+        sweep_models(["tiny/llama"], published_folder, progress=False)
+
+
+def test_a_time_without_a_zone_is_written_as_utc():
+    row = trainium_row(timestamp=dt.datetime(2026, 12, 3, 8, 0, 0, 654321))
+    assert published.to_published([row]).column("tested_at").to_pylist()[0] == \
+        dt.datetime(2026, 12, 3, 8, 0, 0, 654000, tzinfo=dt.timezone.utc)

@@ -193,8 +193,8 @@ the rankings or the shelf where the model is known there.
 {lines}
 
 Writing to a dataset laid out that way (`neuronhelpers contribute`, or `publish` into it), only PASS or FAIL rows
-measured on Trainium under Hub ids go in, written in those columns, names, types and order; every row already there is
-copied as it is; published columns our rows do not record (`runner`, `notes`, `cpu_match`, `english`,
+measured on Trainium under Hub ids go in, written in those columns, names and order (in the file's own types); every
+value of every row already there is copied as it is; published columns our rows do not record (`runner`, `notes`, `cpu_match`, `english`,
 `hbm_capacity_gb`) are left null, and what our rows measure beyond the published columns (evidence, the eager
 comparison, graph counts, tokens, timings, the package list) stays out of the published dataset: our own dataset keeps
 it.

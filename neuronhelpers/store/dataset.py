@@ -83,8 +83,8 @@ def append_rows(folder, rows: list[dict]) -> list[str]:
 
     In our layout a row goes to its version-pair file and replaces an earlier row with the same resume key (a rerun
     never duplicates); every other file neuronhelpers wrote in an older schema is brought to the current one, so the
-    folder reads as one table. In a folder laid out as the published dataset, rows join it as ``append_published``
-    says.
+    folder reads as one table (those are among the files returned). In a folder laid out as the published dataset,
+    rows join it as ``append_published`` says; a folder mixing both layouts is written in ours.
     """
     import pyarrow.parquet as pq
 
@@ -106,17 +106,16 @@ def append_rows(folder, rows: list[dict]) -> list[str]:
             mask = [not any(results.replaces(key, v) for key in keys) for v in old_keys]
             fresh = pa.concat_tables([old.filter(pa.array(mask, type=pa.bool_())), fresh])
         write_table_atomic(fresh, path)
-    upgrade_files(folder)
-    return sorted(by_file)
+    return sorted(set(by_file) | set(upgrade_files(folder)))
 
 
 def upgrade_files(folder) -> list[str]:
     """Rewrite in the current schema every file of ``folder`` that neuronhelpers wrote in an older one (it has a
     `harness_version` column): the Hub's viewer reads a folder as one table only when all its files agree. Files of
-    other tools and of the published layout are left as they are. Returns the files rewritten."""
+    other tools and of the published layout are left as they are. Returns the files rewritten, relative to ``folder``."""
     import pyarrow.parquet as pq
 
-    rewritten = []
+    folder, rewritten = Path(folder), []
     for path in parquet_files(folder):
         try:
             names = pq.read_schema(path)
@@ -124,8 +123,16 @@ def upgrade_files(folder) -> list[str]:
             continue
         if "harness_version" in names.names and not names.equals(results.SCHEMA, check_metadata=False):
             write_table_atomic(conform(pq.read_table(path)), path)
-            rewritten.append(str(path))
+            rewritten.append(path.relative_to(folder).as_posix())
     return rewritten
+
+
+def check_sweep_folder(folder) -> None:
+    """A sweep writes our layout, every row it reaches (EXCLUDED and UNTESTED too): a folder laid out as the published
+    dataset is refused in one line before anything runs."""
+    if folder_layout(folder) == PUBLISHED:
+        raise UserError(f"'{folder}' is laid out as the published Trainium dataset, which takes only Trainium verdicts: "
+                        "sweep into a folder of your own, then `neuronhelpers contribute` its Trainium rows")
 
 
 def append_published(folder, rows: list[dict]) -> list[str]:
@@ -137,16 +144,23 @@ def append_published(folder, rows: list[dict]) -> list[str]:
 
     folder = Path(folder)
     published.check_rows(rows, str(folder))
-    tables = {path.relative_to(folder).as_posix(): pq.read_table(path) for path in parquet_files(folder)}
+    tables = {}
+    for path in parquet_files(folder):
+        try:
+            tables[path.relative_to(folder).as_posix()] = pq.read_table(path)
+        except Exception as exc:  # noqa: BLE001 - a damaged file: say which, write nothing
+            raise UserError(f"'{path}' cannot be read ({first_line(exc)}): mend or remove it; nothing was written") from None
     holds = {rel: published.pairs_in(table) for rel, table in tables.items()}
-    home = os.path.commonpath([os.path.dirname(rel) or "." for rel in tables]) if tables else DATA_DIR
+    # a new file beside the others (ours is the name where theirs show no pattern), never outside the folder
+    home = (os.path.commonpath([os.path.dirname(rel) for rel in tables]) if tables else "") or DATA_DIR
+    like = next(iter(tables.values())).schema if tables else None
     by_file: dict[str, list[dict]] = {}
     for row in rows:
         rel = published.file_for(published.pair_of(row), holds, str(folder)) or version_pair_file(row, home)
         by_file.setdefault(rel, []).append(row)
         holds.setdefault(rel, set()).add(published.pair_of(row))
     for rel, new in by_file.items():
-        write_table_atomic(published.merged(tables.get(rel), new, str(folder / rel)), folder / rel)
+        write_table_atomic(published.merged(tables.get(rel), new, str(folder / rel), like), folder / rel)
     return sorted(by_file)
 
 
@@ -155,10 +169,12 @@ def conform(table: pa.Table, *, keep_other_columns: bool = False) -> pa.Table:
     table in the published layout reads through ``published.from_published`` (every column kept, its rows given a
     task and architecture where the package knows the model), and a row that names a neuronx-cc version but no
     backend ran on Trainium. ``keep_other_columns`` keeps, after ours, the columns the schema does not name."""
-    other = [c for c in table.column_names if c not in results.COLUMN_NAMES and c not in results.PUBLISHED_NAMES]
-    source = table
-    if published.is_published_layout(table.column_names):
+    source, converted = table, published.is_published_layout(table.column_names)
+    if converted:
         source = _with_known_architectures(published.from_published(table))
+    # what neither schema reads (a hybrid file's `tp` too) is kept as it is, never dropped
+    other = [c for c in table.column_names if c not in results.COLUMN_NAMES
+             and not (converted and c in results.PUBLISHED_NAMES)]
     columns = []
     for field in results.SCHEMA:
         if field.name in source.column_names:

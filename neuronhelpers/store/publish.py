@@ -78,8 +78,9 @@ def _remote_hashes(api, repo_id: str, revision: str | None = None) -> dict[str, 
 
 
 def _publishable_tables(folder: str | Path) -> dict[str, pa.Table]:
-    """Each version-pair file of a dataset folder, read and conformed to the current schema; a file load_results would
-    skip, rows naming this machine's folders, or a folder in the published layout are refused in one line."""
+    """Each Parquet file under a dataset folder's data/, read and conformed to the current schema (a file in the
+    published layout read whole into it); a file load_results would skip, rows naming this machine's folders or rows
+    of the made-up example are refused in one line."""
     folder = Path(folder)
     files = dataset.parquet_files(folder / dataset.DATA_DIR)
     if not files:

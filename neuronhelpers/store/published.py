@@ -6,7 +6,7 @@ measured on Trainium. ``from_published`` reads such a table as our columns, ever
 ``merged`` writes rows into such a file: the file's own rows copied from its table as they are (a column it lacks
 added as nulls, so every file it writes has the same columns), ours converted into its columns, what ours measure
 beyond them left out. Which file a row joins is found by the values the files hold (``PAIR``), and a new file is named
-after the pattern the existing names show (``name_pattern``). Taught in notebooks 01 and 05.
+after the pattern the existing names show (``name_pattern``). Taught in notebooks 01 and 06.
 """
 
 from __future__ import annotations
@@ -60,8 +60,10 @@ def from_published(table: pa.Table) -> pa.Table:
     out = {ours: column(published) for published, _, ours, how in schema.PUBLISHED_COLUMNS
            if how.startswith(schema.SAME) or how.startswith(schema.KEPT)}
     gib = pc.multiply(column("hbm_peak_gb").cast(pa.float64()), float(schema.PUBLISHED_GB))
+    gib = pc.if_else(pc.is_nan(gib), pa.scalar(None, pa.float64()), gib)  # a NaN is no memory figure: null
     out["peak_memory_bytes"] = pc.round(gib).cast(pa.int64())
-    out["timestamp"] = column("tested_at").cast(pa.timestamp("us", tz="UTC"))
+    # nanoseconds, where a file keeps them, are below what the row keeps: truncated rather than the file skipped
+    out["timestamp"] = pc.cast(column("tested_at"), pa.timestamp("us", tz="UTC"), safe=False)
     results, errors = _with_exclusions(column("result").to_pylist(), column("error").to_pylist(),
                                        column("exclusion").to_pylist())
     out["result"], out["error"] = pa.array(results, pa.string()), pa.array(errors, pa.string())
@@ -98,8 +100,8 @@ def _with_exclusions(results: list, errors: list, exclusions: list) -> tuple[lis
 def check_rows(rows: list[dict], where: str) -> None:
     """Only verdicts measured on Trainium, under Hub ids, may join a dataset laid out as published: refuse any other
     row (a twin, a shelf copy, a CPU row, an EXCLUDED or UNTESTED one) in one line."""
-    refused = [r for r in rows if r.get("backend") != NEURON or r.get("result") not in (vocab.PASS, vocab.FAIL)
-               or schema.weights_kind(r.get("weights"), r.get("model_id")) != vocab.WEIGHTS_HUB]
+    refused = [r for r in rows if r.get("result") not in (vocab.PASS, vocab.FAIL)
+               or not schema.measured_on_trainium(r.get("backend"), r.get("weights"), r.get("model_id"))]
     if refused:
         first = refused[0]
         label = schema.ran_on(first.get("backend"), first.get("weights"), first.get("model_id"))
@@ -124,9 +126,10 @@ def _published_value(published: str, ours: str, row: dict):
         return int(round(float(value)))
     if published == "hbm_peak_gb":
         return float(value) / schema.PUBLISHED_GB
-    if published == "tested_at":  # the published files keep milliseconds
+    if published == "tested_at":  # the published files keep milliseconds; a time without a zone is UTC, as ours
         value = value.to_pydatetime() if hasattr(value, "to_pydatetime") else value
-        return value.astimezone(dt.timezone.utc).replace(microsecond=value.microsecond // 1000 * 1000)
+        value = value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+        return value.replace(microsecond=value.microsecond // 1000 * 1000)
     return value
 
 
@@ -138,12 +141,15 @@ def to_published(rows: list[dict]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema.PUBLISHED_SCHEMA)
 
 
-def merged(original: pa.Table | None, rows: list[dict], where: str) -> pa.Table:
+def merged(original: pa.Table | None, rows: list[dict], where: str, like: pa.Schema | None = None) -> pa.Table:
     """A published file as it will be written: its own rows copied from ``original`` as they are, in the types the
     file has (a published column it lacks added as nulls, the columns in the published order), then ``rows`` in those
-    columns and types, less those already in it (``ROW_KEY``). A file with a column the published layout does not
-    have, or whose types cannot hold our values, is refused in one line."""
+    columns and types, less those already in it (``ROW_KEY``). A new file takes the types of a file beside it
+    (``like``), else the published ones. A file with a column the published layout does not have, or whose types
+    cannot hold our values, is refused in one line."""
     new = to_published(rows)
+    if original is None and like is not None:
+        original = like.empty_table()
     if original is None:
         return new
     unknown = [c for c in original.column_names if c not in schema.PUBLISHED_NAMES]
@@ -187,23 +193,30 @@ def safe_name(part) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(part))
 
 
-def _template(path: str, pair: tuple) -> str:
-    """A file's path with the values it holds replaced by their fields ('{neuronx_cc}'), longest value first."""
+def _template(path: str, pair: tuple) -> str | None:
+    """A file's path with the values it holds replaced by their fields ('{neuronx_cc}'), longest value first, each
+    only where it stands whole (not '5.0' inside '2.25.0'); None where two fields hold the same value."""
+    import re
+
+    if len({str(v) for v in pair if v}) < len([v for v in pair if v]):
+        return None  # which field a name holds would be a guess
     template = path.replace("{", "{{").replace("}", "}}")
     for field, value in sorted(zip(PAIR, pair), key=lambda fv: -len(str(fv[1] or ""))):
-        if value and safe_name(value) in template:
-            template = template.replace(safe_name(value), "{" + field + "}")
+        if value:  # whole: no letter, digit or 'digit.' before it, no letter, digit or '.digit' after it
+            whole = re.compile(rf"(?<![\w])(?<!\d\.){re.escape(safe_name(value))}(?![\w])(?!\.\d)")
+            template = whole.sub("{" + field + "}", template)
     return template
 
 
 def name_pattern(files: dict[str, set[tuple]]) -> str | None:
     """The pattern a dataset's file names follow ('data/{library}-{library_version}/{neuronx_cc}.parquet'), read
-    from the files that each hold one pair; None when they show none or disagree."""
+    from the files that each hold one pair; None when they show none, disagree, or leave a version out."""
     templates = {_template(path, next(iter(pairs))) for path, pairs in files.items() if len(pairs) == 1}
-    if len(templates) != 1:
+    if len(templates) != 1 or None in templates:
         return None
     template = templates.pop()
-    return template if "{" in template.replace("{{", "") else None
+    # both versions must stand in the name, or two pairs would share one (the library may be implied by a folder)
+    return template if "{neuronx_cc}" in template and "{library_version}" in template else None
 
 
 def file_for(pair: tuple, files: dict[str, set[tuple]], where: str) -> str | None:

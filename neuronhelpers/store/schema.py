@@ -220,11 +220,17 @@ def weights_kind(weights, model_id) -> str:
 def ran_on(backend, weights, model_id) -> str:
     """What a row ran on, in words (vocab.RAN_ON): 'Trainium' for a Hub checkpoint on a neuron backend, else the
     device and 'twin' or 'real checkpoint' ('CPU twin', 'CPU real checkpoint', ...)."""
-    device = vocab.RAN_ON_DEVICE.get(backend, str(backend or "unknown device"))
+    backend = backend if isinstance(backend, str) and backend else None  # NaN from a pandas column is no backend
+    device = vocab.RAN_ON_DEVICE.get(backend, backend or "unknown device")
     twin = weights_kind(weights, model_id) == vocab.WEIGHTS_TWIN
     if device == vocab.RAN_ON_TRAINIUM and not twin:
         return device
     return f"{device} {vocab.RAN_ON_TWIN if twin else vocab.RAN_ON_REAL}"
+
+
+def measured_on_trainium(backend, weights, model_id) -> bool:
+    """A Hub checkpoint measured on Trainium: what the published dataset holds (and the only rows it takes)."""
+    return ran_on(backend, weights, model_id) == vocab.RAN_ON_TRAINIUM
 
 
 def ran_on_labels(rows) -> list[str]:

@@ -95,6 +95,7 @@ class SweepLog:
     """
 
     def __init__(self, out, be: Backend, total: int, *, rerun: bool, progress: bool, desc: str | None = None):
+        dataset.check_sweep_folder(out)
         self.out, self.be, self.rerun = out, be, rerun
         self.done = set() if rerun else dataset.recorded_keys(out)
         self.lock = threading.Lock()

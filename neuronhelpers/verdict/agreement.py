@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from neuronhelpers.core.backends import get_backend
-from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS, WEIGHTS_HUB, WEIGHTS_TWIN
+from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS, WEIGHTS_TWIN
 from neuronhelpers.store.dataset import newest_per_model, version_pairs
 from neuronhelpers.store.example import is_example
-from neuronhelpers.store.schema import weights_kinds
+from neuronhelpers.store.schema import measured_on_trainium, weights_kinds
 
 PAIR = ["library", "compiler_version", "library_version"]
-NEURON = get_backend("neuron").name
 COLUMNS = ["model_id", "weights", "model_type", *PAIR, "result", "stage", "twin_model", "twin_result", "twin_stage",
            "agree"]
 
@@ -91,8 +89,8 @@ def trainium_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The rows measured on Trainium under Hub ids (backend neuron, Hub weights), each model's newest."""
     if df.empty or "backend" not in df:
         return df.iloc[0:0]
-    kinds = weights_kinds(df.get("weights"), df["model_id"])
-    mask = (df["backend"] == NEURON).to_numpy() & (pd.Series(kinds, index=df.index) == WEIGHTS_HUB).to_numpy()
+    weights = df["weights"] if "weights" in df else [None] * len(df)
+    mask = [measured_on_trainium(b, w, m) for b, w, m in zip(df["backend"], weights, df["model_id"])]
     return newest_per_model(df[mask])
 
 
