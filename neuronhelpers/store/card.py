@@ -153,11 +153,11 @@ def ran_on_counts(rows) -> dict[str, int]:
 
 def card_title(counts: dict[str, int]) -> str:
     """What the dataset holds, in its title: Trainium verdicts only where every row is one."""
-    if counts and set(counts) == {vocab.RAN_ON_TRAINIUM}:
-        return "Which Hub models run on AWS Trainium with torch-neuronx"
-    held = [label + "s" for label in counts if label != vocab.RAN_ON_TRAINIUM]
     if not counts:
         return "The torch-neuronx recipe: no rows yet"
+    if set(counts) == {vocab.RAN_ON_TRAINIUM}:
+        return "Which Hub models run on AWS Trainium with torch-neuronx"
+    held = [label + "s" for label in counts if label != vocab.RAN_ON_TRAINIUM]
     kinds = " and ".join([", ".join(held[:-1]), held[-1]] if len(held) > 1 else held)
     trainium = "with Trainium verdicts beside them" if vocab.RAN_ON_TRAINIUM in counts else "no Trainium measurements"
     return f"The torch-neuronx recipe on {kinds} ({trainium})"

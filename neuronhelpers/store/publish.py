@@ -183,8 +183,7 @@ def _commit(api, repo_id: str, files: dict[str, bytes], message: str, *, dry_run
 
     from neuronhelpers.core.network import hub_reachable
 
-    check_repo_id(repo_id)
-    plan = PublishPlan(repo_id)
+    plan = PublishPlan(repo_id)  # the callers checked repo_id, before reading the repo
     if not hub_reachable(endpoint=getattr(api, "endpoint", None)):  # decided once, quickly: no retries
         if not dry_run:
             raise UserError("the Hub cannot be reached from here: nothing was uploaded; retry where there is network "
@@ -277,8 +276,7 @@ def remote_layout(api, repo_id: str, into: str | Path) -> tuple[str | None, dict
 
 def merged_into(folder: str | Path, rows: list[dict], repo_id: str) -> dict[str, bytes]:
     """Rows merged into a downloaded dataset in the published layout (``dataset.append_published``): the files touched,
-    as bytes, by their path in the repo."""
-    check_not_example([r.get("runner") for r in rows], "these rows")
+    as bytes, by their path in the repo. The callers have refused the made-up example's rows already."""
     try:
         touched = dataset.append_published(folder, rows)
     except UserError as exc:

@@ -57,8 +57,8 @@ def from_published(table: pa.Table) -> pa.Table:
         nulls of the published type where the file lacks it."""
         return table.column(name) if name in table.column_names else pa.nulls(rows, schema.PUBLISHED_SCHEMA.field(name).type)
 
-    out = {ours: column(published) for published, _, ours, how in schema.PUBLISHED_COLUMNS
-           if how.startswith(schema.SAME) or how.startswith(schema.KEPT)}
+    out = {ours: column(published) for published, _, ours, _ in schema.PUBLISHED_COLUMNS
+           if published not in schema.PUBLISHED_CONVERTED}
     gib = pc.multiply(column("hbm_peak_gb").cast(pa.float64()), float(schema.PUBLISHED_GB))
     gib = pc.if_else(pc.is_nan(gib), pa.scalar(None, pa.float64()), gib)  # a NaN is no memory figure: null
     out["peak_memory_bytes"] = pc.round(gib).cast(pa.int64())

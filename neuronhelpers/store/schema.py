@@ -165,10 +165,13 @@ PUBLISHED_COLUMNS = [
 ]
 PUBLISHED_SCHEMA = pa.schema([pa.field(name, typ) for name, typ, _, _ in PUBLISHED_COLUMNS])
 PUBLISHED_NAMES = [name for name, _, _, _ in PUBLISHED_COLUMNS]
-# Published names for one of our columns under another name with the same value (`tp`): a frame read with
-# ``load_results`` carries them too, so a query written for the published files works on ours.
-ALIASES = {published: ours for published, _, ours, how in PUBLISHED_COLUMNS
-           if published != ours and how.startswith(SAME)}
+# The published columns whose value changes on the way into ours (``published.from_published`` converts them); every
+# other one is copied as it is under our column's name.
+PUBLISHED_CONVERTED = ("exclusion", "hbm_peak_gb")
+# Published names for one of our columns under another name with the same value (`tp`, `tested_at`): a frame read
+# with ``load_results`` carries them too, so a query written for the published files works on ours.
+ALIASES = {published: ours for published, _, ours, _ in PUBLISHED_COLUMNS
+           if published != ours and published not in PUBLISHED_CONVERTED}
 
 
 def new_row(**values) -> dict:
