@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from neuronhelpers.run import process as runner
+from neuronhelpers.process import tree
 from neuronhelpers.twins import build as twins
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.run.compile_cache import cache_env
@@ -36,7 +36,7 @@ def use_home(home: Path, twin_home: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "twins").exists():
         (home / "twins").symlink_to(twin_home)  # the twins are shared: only caches are cold or warm
-    runner.reset_fork_server()  # a server started under the previous home would carry its environment
+    tree.reset_fork_server()  # a server started under the previous home would carry its environment
 
 
 def timed_sweep(models, out: Path, **kwargs):
@@ -96,11 +96,11 @@ def main():
         harness_s, rows_t2 = timed_sweep(models, tmp / "out-t2")
         bare_s = bare_runs(rows_t2, tmp / "bare")
     finally:
-        runner.reset_fork_server()
+        tree.reset_fork_server()
         shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"{len(models)} twins on {get_backend('auto').name}, fork server "
-          f"{'on' if runner.fork_server_enabled() else 'off'}")
+          f"{'on' if tree.fork_server_enabled() else 'off'}")
     breakdown("cold, serial", rows_cold, cold_serial)
     breakdown("cold, --jobs 2", rows_jobs2, cold_jobs2)
     breakdown("warm rerun, serial", rows_warm, warm_serial)

@@ -1,15 +1,21 @@
 """neuronhelpers: does this Hugging Face model run unmodified on AWS Trainium, and how do I run it myself?
 
-Data flows one way, one subpackage per stage (the notebook that teaches each stage in brackets):
+Data flows one way, one subpackage per stage, each importing only those above it in this list
+(tests/test_structure.py holds it; the notebook that teaches each stage in brackets):
 
     core/      vocabulary, errors, settings, backends, versions, is the Hub reachable          [04, 05]
+    plan/      how many NeuronCores hold a model, and how it is split (TP / EP)             [03]
+    recipes/   the run.py recipes and their renderer: the only source of run.py              [02]
+    process/   a run.py's own process tree (timeout, limits, the JSON line), the fork server  [02, 05]
+    verdict/   per run: token and tensor checks, failure classification and its signature    [04]
     twins/     tiny twins: real architectures shrunk, built offline; broken copies           [02, 04, 06]
     models/    what a person typed -> a checkpoint to load; the Selected list; Hub rankings   [01, 02]
-    run/       plan (cores, TP / EP) -> run.py rendered from recipes/ -> its process tree
-               (fork server, timeout) -> CPU reference -> the harness that makes the row      [02, 03]
-    verdict/   token and tensor checks, the judge, failure classification, root causes        [04, 06]
     store/     the row schema, version-pair Parquet files (ours and the published layout), diff and the gate,
                card, publish                                                                  [01, 05]
+    run/       one model end to end: the measuring around run.py, the CPU reference or the judge, the row
+                                                                                              [02, 03]
+    analysis/  across rows: causes ranked, twins against real checkpoints and Trainium, declared vs measured
+                                                                                              [04, 06]
     sweep/     many models, one process tree each: locally or on a Ray cluster              [05]
     ui/        the explorer, plots, the Voila app                                            [01, 06]
     cli/       the ``neuronhelpers`` command and ``doctor``
@@ -39,12 +45,12 @@ EXPORTS = {
     "plan_run": "neuronhelpers.run.harness:plan_run",
     "summary_line": "neuronhelpers.run.harness:summary_line",
     "saved_output": "neuronhelpers.run.harness:saved_output",
-    "render_run_py": "neuronhelpers.run.render:render_run_py",
-    "recipe_params": "neuronhelpers.run.render:recipe_params",
-    "render_requirements": "neuronhelpers.run.render:render_requirements",
-    "plan_model": "neuronhelpers.run.plan:plan_model",
-    "plan_cores": "neuronhelpers.run.plan:plan_cores",
-    "per_rank_layout": "neuronhelpers.run.plan:per_rank_layout",
+    "render_run_py": "neuronhelpers.recipes.render:render_run_py",
+    "recipe_params": "neuronhelpers.recipes.render:recipe_params",
+    "render_requirements": "neuronhelpers.recipes.render:render_requirements",
+    "plan_model": "neuronhelpers.plan.cores:plan_model",
+    "plan_cores": "neuronhelpers.plan.cores:plan_cores",
+    "per_rank_layout": "neuronhelpers.plan.cores:per_rank_layout",
     "resolve_model": "neuronhelpers.models.resolve:resolve_model",
     "build_twin": "neuronhelpers.twins.build:build_twin",
     "broken_twin": "neuronhelpers.twins.build:broken_twin",
@@ -53,13 +59,13 @@ EXPORTS = {
     "architectures": "neuronhelpers.twins.build:architectures",
     "verify_outputs": "neuronhelpers.verdict.verify:verify_outputs",
     "compare_tokens": "neuronhelpers.verdict.verify:compare_tokens",
-    "make_judge": "neuronhelpers.verdict.judge:make_judge",
-    "rank_causes": "neuronhelpers.verdict.causes:rank_causes",
-    "untested_reasons": "neuronhelpers.verdict.causes:untested_reasons",
-    "twin_agreement": "neuronhelpers.verdict.agreement:twin_agreement",
-    "agreement_line": "neuronhelpers.verdict.agreement:agreement_line",
-    "trainium_agreement": "neuronhelpers.verdict.agreement:trainium_agreement",
-    "trainium_agreement_line": "neuronhelpers.verdict.agreement:trainium_agreement_line",
+    "make_judge": "neuronhelpers.run.judge:make_judge",
+    "rank_causes": "neuronhelpers.analysis.causes:rank_causes",
+    "untested_reasons": "neuronhelpers.analysis.causes:untested_reasons",
+    "twin_agreement": "neuronhelpers.analysis.agreement:twin_agreement",
+    "agreement_line": "neuronhelpers.analysis.agreement:agreement_line",
+    "trainium_agreement": "neuronhelpers.analysis.agreement:trainium_agreement",
+    "trainium_agreement_line": "neuronhelpers.analysis.agreement:trainium_agreement_line",
     "write_published_example": "neuronhelpers.store.example:write_published_example",
     "ran_on_labels": "neuronhelpers.store.schema:ran_on_labels",
     "load_results": "neuronhelpers.store.dataset:load_results",
@@ -68,7 +74,7 @@ EXPORTS = {
     "release_changes": "neuronhelpers.store.diff:release_changes",
     "change_counts": "neuronhelpers.store.diff:change_counts",
     "verdicts_per_pair": "neuronhelpers.store.dataset:verdicts_per_pair",
-    "ranked_lines": "neuronhelpers.verdict.causes:ranked_lines",
+    "ranked_lines": "neuronhelpers.analysis.causes:ranked_lines",
     "check_expected": "neuronhelpers.store.diff:check_expected",
     "expected_frame": "neuronhelpers.store.diff:expected_frame",
     "write_card": "neuronhelpers.store.card:write_card",

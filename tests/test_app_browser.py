@@ -28,7 +28,7 @@ import pytest
 
 from conftest import ARTIFACTS, CHROMIUM, ROOT, launch_chromium
 from neuronhelpers.store import dataset
-from neuronhelpers.run import render as recipe
+from neuronhelpers.recipes import render
 from neuronhelpers.store import schema as results
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.models.resolve import resolve_model
@@ -61,7 +61,7 @@ def write_foreign(folder: Path) -> None:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     folder = tmp_path_factory.mktemp("app-results")
-    run_py = recipe.render_run_py(recipe.recipe_params(resolve_model("tiny/llama"), get_backend("cpu")))
+    run_py = render.render_run_py(render.recipe_params(resolve_model("tiny/llama"), get_backend("cpu")))
     RUN_PY["tiny/llama"] = run_py
     common = dict(task="text-generation", neuron_cores=1, backend="cpu", compiler="inductor", compiler_version="2.13.0",
                   library="transformers", library_version="5.23.0", wall_s=9.5, peak_memory_bytes=2**29)

@@ -12,7 +12,7 @@ def _rendered_parameters(backend_name: str) -> dict:
     import ast
 
     from neuronhelpers.models.resolve import ModelRef
-    from neuronhelpers.run import render
+    from neuronhelpers.recipes import render
 
     ref = ModelRef(model_id="tiny/llama", path="/nonexistent/tiny-llama", task="text-generation", model_type="llama")
     source = render.render_run_py(render.recipe_params(ref, get_backend(backend_name), cores=2, parallelism="tp"))

@@ -3,9 +3,10 @@ ranks them by how many architectures they block; a missing package makes a row U
 
 from conftest import result_row, run_cli
 from neuronhelpers.verdict import causes
+from neuronhelpers.analysis.causes import rank_causes
 from neuronhelpers.store import dataset
 from neuronhelpers.run.harness import classify_failure
-from neuronhelpers.run.process import ProcessOutcome
+from neuronhelpers.process.tree import ProcessOutcome
 
 RECOMPILE = ["Recompiling function forward in /x/modeling_gemma2.py:400\n    triggered by the following guard failure(s):\n"
              "    - 0/{n}: kwargs['past_key_values'].layers[0].cumulative_length_int == {v}  # cache_utils.py:529"]
@@ -74,7 +75,7 @@ def test_causes_command_ranks_causes_by_architectures_blocked(tmp_path):
              result_row("tiny/musicgen", "UNTESTED", model_type="musicgen", stage="twin", cause="twin build: x",
                         error="no twin", neuron_cores=None)]
     dataset.append_rows(tmp_path, rows)
-    ranked = causes.rank_causes(dataset.load_results(tmp_path))
+    ranked = rank_causes(dataset.load_results(tmp_path))
     assert list(ranked["count"]) == [3, 1] and ranked.iloc[0]["architectures"] == ["cohere2", "gemma2", "gemma3_text"]
     proc = run_cli("causes", str(tmp_path))
     assert proc.returncode == 0, proc.stderr

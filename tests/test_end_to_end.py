@@ -10,7 +10,7 @@ from conftest import run_cli
 from neuronhelpers.twins import build as twins
 from neuronhelpers.run.harness import run_model
 from neuronhelpers.models.resolve import resolve_model
-from neuronhelpers.run.process import last_json_line
+from neuronhelpers.process.tree import last_json_line
 
 
 @pytest.fixture(scope="module")

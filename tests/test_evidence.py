@@ -56,7 +56,7 @@ def test_speedup_is_compiled_over_eager_from_one_rows_figures():
 
 
 def test_eager_bounds_skip_sharded_runs_and_models_above_the_parameter_bound():
-    from neuronhelpers.run.recipes.scaffold import eager_not_tried
+    from neuronhelpers.recipes.scaffold import eager_not_tried
 
     params = {"cores": 4, "eager_max_parameters": 3_000_000_000}
     assert eager_not_tried(params, True, 10).startswith("sharded over 4 ranks")
@@ -79,7 +79,7 @@ def test_a_bad_eager_bound_is_a_one_line_error(monkeypatch):
 
 def test_the_recipes_device_eager_words_are_the_vocabularys():
     """run.py spells its words itself (self-contained): they must be the vocabulary's, or evidence_level misreads them."""
-    from neuronhelpers.run import render
+    from neuronhelpers.recipes import render
 
     for library in vocab.LIBRARIES:
         text = render.template_text(library)
@@ -103,7 +103,7 @@ def test_declared_fullgraph_is_read_from_the_installed_transformers_classes():
 
 def test_declared_vs_measured_counts_both_ways_of_disagreeing(tmp_path):
     from neuronhelpers.store import dataset
-    from neuronhelpers.verdict.declared import declared_vs_measured, disagreement_line
+    from neuronhelpers.analysis.declared import declared_vs_measured, disagreement_line
 
     rows = [result_row("tiny/a", model_type="a", twin_of="a", declared_fullgraph=True),  # agree
             result_row("tiny/b", "FAIL", model_type="b", twin_of="b", declared_fullgraph=True),  # compile: disagree
@@ -188,7 +188,7 @@ def test_run_py_eager_runs_the_model_on_the_device_with_nothing_compiled(tmp_pat
     text model writes its 32 tokens."""
     from neuronhelpers.core.backends import get_backend
     from neuronhelpers.models.resolve import resolve_model
-    from neuronhelpers.run import render
+    from neuronhelpers.recipes import render
 
     params = render.recipe_params(resolve_model(model), get_backend("cpu"))
     script = tmp_path / "run.py"

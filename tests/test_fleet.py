@@ -239,7 +239,7 @@ def _run_processes_under_ray_workers() -> set[int]:
         return False
 
     return {pid for pid, (_, cmd) in procs.items()
-            if ("neuronhelpers.run.forkserver" in cmd or "run.py" in cmd) and under_worker(pid)}
+            if ("neuronhelpers.process.forkserver" in cmd or "run.py" in cmd) and under_worker(pid)}
 
 
 def test_real_twins_on_the_cluster_and_a_driver_killed_with_sigkill_resumes(cluster, tmp_path):

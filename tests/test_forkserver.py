@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from neuronhelpers.run import process as runner
+from neuronhelpers.process import tree
 
 SCRIPT = """
 import json, os, sys
@@ -20,10 +20,10 @@ print(json.dumps({"ok": True, "pid": os.getpid(), "pgid": os.getpgid(0), "sid": 
 
 @pytest.fixture
 def fresh_server(monkeypatch):
-    monkeypatch.setenv(runner.FORK_SERVER_ENV, "1")
-    runner.reset_fork_server()
+    monkeypatch.setenv(tree.FORK_SERVER_ENV, "1")
+    tree.reset_fork_server()
     yield
-    runner.reset_fork_server()
+    tree.reset_fork_server()
 
 
 def alive(pid: int) -> bool:
@@ -45,7 +45,7 @@ def test_a_forked_run_is_its_own_session_with_the_callers_argv_env_and_cwd(tmp_p
     script = write(tmp_path, SCRIPT)
     work = tmp_path / "work"
     work.mkdir()
-    outcome = runner.execute(script, ["--reference"], timeout=60, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path)},
+    outcome = tree.execute(script, ["--reference"], timeout=60, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path)},
                              cwd=str(work))
     got = outcome.payload
     assert outcome.launcher == "fork" and outcome.returncode == 0, outcome.stderr
@@ -56,8 +56,8 @@ def test_a_forked_run_is_its_own_session_with_the_callers_argv_env_and_cwd(tmp_p
 
 def test_a_run_whose_environment_differs_at_import_time_starts_a_fresh_python(tmp_path, fresh_server):
     script = write(tmp_path, SCRIPT)
-    runner.shared_fork_server()
-    outcome = runner.execute(script, timeout=60, env={"PYTHONPATH": str(tmp_path), "NH_FORK_TEST": "x"})
+    tree.shared_fork_server()
+    outcome = tree.execute(script, timeout=60, env={"PYTHONPATH": str(tmp_path), "NH_FORK_TEST": "x"})
     assert outcome.launcher == "spawn" and outcome.payload["marker"] == "x"
     assert not outcome.payload["torch_preloaded"]
 
@@ -67,7 +67,7 @@ def test_a_forked_run_past_its_timeout_is_killed_with_its_children(tmp_path, fre
                              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
                              "print(child.pid, flush=True)\ntime.sleep(600)\n")
     start = time.monotonic()
-    outcome = runner.execute(script, timeout=3)
+    outcome = tree.execute(script, timeout=3)
     assert outcome.launcher == "fork" and outcome.timed_out and time.monotonic() - start < 30
     grandchild = int(outcome.stdout.split()[0])
     time.sleep(0.5)
@@ -75,23 +75,23 @@ def test_a_forked_run_past_its_timeout_is_killed_with_its_children(tmp_path, fre
 
 
 def test_a_crash_in_a_forked_run_is_its_exit_status(tmp_path, fresh_server):
-    outcome = runner.execute(write(tmp_path, "import ctypes; ctypes.string_at(0)\n"), timeout=60)
+    outcome = tree.execute(write(tmp_path, "import ctypes; ctypes.string_at(0)\n"), timeout=60)
     assert outcome.launcher == "fork" and outcome.signal_name == "SIGSEGV"
 
 
 def test_when_the_server_dies_runs_fall_back_to_a_fresh_python(tmp_path, fresh_server):
-    server = runner.shared_fork_server()
+    server = tree.shared_fork_server()
     os.killpg(server.proc.pid, signal.SIGKILL)
     server.proc.wait()
     script = write(tmp_path, SCRIPT)
-    outcome = runner.execute(script, timeout=60)
+    outcome = tree.execute(script, timeout=60)
     assert outcome.returncode == 0 and json.loads(outcome.stdout.strip().splitlines()[-1])["ok"]
-    assert runner.shared_fork_server().alive  # a new server for the next run
+    assert tree.shared_fork_server().alive  # a new server for the next run
 
 
 def test_turned_off_every_run_spawns(tmp_path, monkeypatch):
-    monkeypatch.setenv(runner.FORK_SERVER_ENV, "0")
-    assert runner.execute(write(tmp_path, SCRIPT), timeout=60).launcher == "spawn"
+    monkeypatch.setenv(tree.FORK_SERVER_ENV, "0")
+    assert tree.execute(write(tmp_path, SCRIPT), timeout=60).launcher == "spawn"
 
 
 def test_a_run_folder_gives_back_each_processs_json_line(tmp_path):

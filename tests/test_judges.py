@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from neuronhelpers.verdict import judge as judge_mod
+from neuronhelpers.run import judge
 from neuronhelpers.core import network
-from neuronhelpers.run import render as recipe
+from neuronhelpers.recipes import render
 from neuronhelpers.twins import shrink, tokenizers
 from neuronhelpers.core.errors import UserError
-from neuronhelpers.verdict.judge import DEFAULT_JUDGE_MODEL, JUDGE_MODEL_ENV, LexicalJudge, LMJudge, make_judge
+from neuronhelpers.run.judge import DEFAULT_JUDGE_MODEL, JUDGE_MODEL_ENV, LexicalJudge, LMJudge, make_judge
 
 HELD_OUT = [
     "My grandmother kept her recipes in a tin box, and every winter she baked ginger cookies for the whole family.",
@@ -139,14 +139,14 @@ def _report(capsys, title, held, degen, missed, n_degenerate):
 def _pydoc_prose_words() -> list[str]:
     from pydoc_data.topics import topics
 
-    return _words(" ".join(p for text in topics.values() for p in judge_mod._prose_paragraphs(text)))
+    return _words(" ".join(p for text in topics.values() for p in judge._prose_paragraphs(text)))
 
 
 # ---- the test material is held out ------------------------------------------------------------------------
 
 def test_held_out_english_shares_no_content_word_with_the_twin_corpus_or_prompts(degenerate):
     """Guards the held-out set: judged English must not be the twins' corpus or prompts in other words."""
-    prompts = [p for v in recipe.PROMPTS.values() for p in ([v] if isinstance(v, str) else v)]  # a task may have several
+    prompts = [p for v in render.PROMPTS.values() for p in ([v] if isinstance(v, str) else v)]  # a task may have several
     ours = {_stem(w) for w in _words(tokenizers.CORPUS + " " + " ".join(prompts))}
     assert len(HELD_OUT) >= 20 and len(degenerate) >= 20
     for sentence in HELD_OUT:
@@ -172,14 +172,14 @@ def test_the_word_list_is_derived_from_python_docs_not_from_our_corpus():
     no corpus or prompt words slipped in), and the words the old hand list took from our corpus are gone."""
     import sys
 
-    shipped = judge_mod.load_common_words()
+    shipped = judge.load_common_words()
     assert shipped["source"].startswith("pydoc_data.topics") and "derive_common_words" in shipped["how"]
-    assert judge_mod.COMMON_WORDS == frozenset(shipped["words"]) and 500 <= len(shipped["words"]) <= 2000
+    assert judge.COMMON_WORDS == frozenset(shipped["words"]) and 500 <= len(shipped["words"]) <= 2000
     for corpus_word in ("story", "robot", "paint", "sea", "moon", "bright", "learns", "image", "sentence", "colour"):
-        assert corpus_word not in judge_mod.COMMON_WORDS
+        assert corpus_word not in judge.COMMON_WORDS
     if shipped["python"] != sys.version.split()[0]:
         pytest.skip(f"the list was made with Python {shipped['python']}; its docs text differs from this one's")
-    assert shipped["words"] == judge_mod.derive_common_words()
+    assert shipped["words"] == judge.derive_common_words()
 
 
 # ---- accuracy of the lexical judge ------------------------------------------------------------------------
@@ -221,7 +221,7 @@ def tiny_lm(tmp_path_factory):
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    paragraphs = [p for text in topics.values() for p in judge_mod._prose_paragraphs(text)]
+    paragraphs = [p for text in topics.values() for p in judge._prose_paragraphs(text)]
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
@@ -322,23 +322,23 @@ def test_offline_the_default_judge_is_the_shelf_smollm2_and_reads_real_english(d
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv(JUDGE_MODEL_ENV, raising=False)
-    monkeypatch.setattr(judge_mod, "_LOADED", {})
+    monkeypatch.setattr(judge, "_LOADED", {})
     assert shelf.shelf_folder(DEFAULT_JUDGE_MODEL) is not None, "the shelf is missing: run `make checkpoints`"
-    judge = make_judge(None)
+    chosen = make_judge(None)
     entry = shelf.BY_ID[DEFAULT_JUDGE_MODEL]
-    assert isinstance(judge, LMJudge)
-    assert (judge.name, judge.revision) == (f"{DEFAULT_JUDGE_MODEL} ({entry.weights})", entry.revision)
-    held, degen, missed = _accuracy(judge, HELD_OUT, degenerate)
+    assert isinstance(chosen, LMJudge)
+    assert (chosen.name, chosen.revision) == (f"{DEFAULT_JUDGE_MODEL} ({entry.weights})", entry.revision)
+    held, degen, missed = _accuracy(chosen, HELD_OUT, degenerate)
     _report(capsys, f"LM judge (real {DEFAULT_JUDGE_MODEL}, shelf)", held, degen, missed, len(degenerate))
-    assert held >= 0.9, [(s, judge.judge(s).reason) for s in HELD_OUT if not judge.judge(s).ok]
+    assert held >= 0.9, [(s, chosen.judge(s).reason) for s in HELD_OUT if not chosen.judge(s).ok]
     for kind in ("token soup", "words in random order", "repetition loop", "random letters", "single repeated word",
                  "empty or very short"):
         assert not [t for k, t in missed if k == kind], f"the real LM judge accepted {kind}"
     assert degen >= 0.85, missed
-    scores = {kind: sorted(round(judge.perplexity(t)) for k, t in degenerate if k == kind)
+    scores = {kind: sorted(round(chosen.perplexity(t)) for k, t in degenerate if k == kind)
               for kind in ("token soup", "words in random order")}
     with capsys.disabled():
-        print(f"real LM judge perplexity: held-out English {sorted(round(judge.perplexity(t)) for t in HELD_OUT)}; "
+        print(f"real LM judge perplexity: held-out English {sorted(round(chosen.perplexity(t)) for t in HELD_OUT)}; "
               f"{scores}")
 
 
@@ -356,7 +356,7 @@ def test_make_judge_offline_without_a_model_is_the_lexical_judge(monkeypatch, tm
     def no_load(*args, **kwargs):
         raise AssertionError("offline, make_judge() must not try to load a judge model")
 
-    monkeypatch.setattr(judge_mod, "LMJudge", no_load)
+    monkeypatch.setattr(judge, "LMJudge", no_load)
     chosen = make_judge(None)
     assert isinstance(chosen, LexicalJudge) and chosen.name == "lexical" and chosen.verification == "judge_lexical"
 
@@ -386,13 +386,13 @@ def test_make_judge_uses_the_default_hub_model_when_the_hub_is_reachable(monkeyp
             self.name = f"{model}@0123abc"
 
     monkeypatch.setattr(network, "hub_reachable", lambda **kwargs: True)
-    monkeypatch.setattr(judge_mod, "LMJudge", FakeLM)
-    monkeypatch.setattr(judge_mod, "_LOADED", {})
+    monkeypatch.setattr(judge, "LMJudge", FakeLM)
+    monkeypatch.setattr(judge, "_LOADED", {})
     monkeypatch.delenv(JUDGE_MODEL_ENV, raising=False)
     assert make_judge(None).name == f"{DEFAULT_JUDGE_MODEL}@0123abc" and loaded == [DEFAULT_JUDGE_MODEL]
     monkeypatch.setenv(JUDGE_MODEL_ENV, "org/other")
     assert make_judge(None).name == "org/other@0123abc" and loaded[-1] == "org/other"
-    monkeypatch.setattr(judge_mod, "DEFAULT_JUDGE_MODEL", "org/broken")
+    monkeypatch.setattr(judge, "DEFAULT_JUDGE_MODEL", "org/broken")
     monkeypatch.delenv(JUDGE_MODEL_ENV)
     assert isinstance(make_judge(None), LexicalJudge)  # the default failed: the fallback, named in the row
     monkeypatch.setenv(JUDGE_MODEL_ENV, "org/broken")

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import imported_modules, run_cli
 from neuronhelpers.twins import libraries as library_twins
-from neuronhelpers.run import render as recipe
+from neuronhelpers.recipes import render
 from neuronhelpers.store import schema as results
 from neuronhelpers.twins import build as twins
 from neuronhelpers.core import vocab
@@ -20,8 +20,8 @@ from neuronhelpers.core.backends import get_backend
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.run.harness import run_model
 from neuronhelpers.models.resolve import ModelRef, resolve_model
-from neuronhelpers.run.plan import one_variant, pipeline_parameters, plan_model
-from neuronhelpers.run.process import last_json_line
+from neuronhelpers.plan.cores import one_variant, pipeline_parameters, plan_model
+from neuronhelpers.process.tree import last_json_line
 from neuronhelpers.verdict.verify import verify_outputs
 
 EMBEDDING_TWINS = ["tiny/st-bert", "tiny/st-qwen3"]
@@ -66,7 +66,7 @@ def test_twins_are_real_library_checkpoints_built_offline_and_tiny():
 
 
 def test_a_twin_that_does_not_run_eagerly_is_refused(tmp_path, monkeypatch):
-    from neuronhelpers.run.recipes import sentence_transformers_encode
+    from neuronhelpers.recipes import sentence_transformers_encode
 
     spec = twins.twin_spec("tiny/st-bert")
     folder = tmp_path / "twin"
@@ -87,10 +87,10 @@ def test_a_twin_that_does_not_run_eagerly_is_refused(tmp_path, monkeypatch):
 @pytest.mark.parametrize("ref, library, module", [(ST, "sentence-transformers", "sentence_transformers"),
                                                   (SD, "diffusers", "diffusers")])
 def test_run_py_is_self_contained_stdlib_torch_and_the_library(tmp_path, ref, library, module):
-    params = recipe.recipe_params(ref, get_backend("cpu"))
+    params = render.recipe_params(ref, get_backend("cpu"))
     assert params["library"] == library and "max_new_tokens" not in params
-    text = recipe.render_run_py(params)
-    assert recipe.params_of_run_py(text) == params
+    text = render.render_run_py(params)
+    assert render.params_of_run_py(text) == params
     path = tmp_path / "run.py"
     path.write_text(text)
     py_compile.compile(str(path), doraise=True)
@@ -106,9 +106,9 @@ def test_requirements_pin_the_library():
     import diffusers
     import sentence_transformers
 
-    st = recipe.render_requirements(get_backend("cpu"), vocab.FEATURE_EXTRACTION).splitlines()
+    st = render.render_requirements(get_backend("cpu"), vocab.FEATURE_EXTRACTION).splitlines()
     assert f"sentence-transformers=={sentence_transformers.__version__}" in st
-    sd = recipe.render_requirements(get_backend("neuron"), vocab.TEXT_TO_IMAGE).splitlines()
+    sd = render.render_requirements(get_backend("neuron"), vocab.TEXT_TO_IMAGE).splitlines()
     assert f"diffusers=={diffusers.__version__}" in sd and sd[0].startswith("#")
 
 
@@ -137,7 +137,7 @@ def test_embeddings_are_graded_exact_within_tolerance_or_mismatch_with_the_figur
 def test_images_are_graded_by_psnr_and_max_abs_difference():
     import torch
 
-    from neuronhelpers.run.recipes.diffusers_pipeline import image_payload
+    from neuronhelpers.recipes.diffusers_pipeline import image_payload
 
     params = {"dtype": "float32", "library": "diffusers"}
     image = torch.linspace(0, 1, 3 * 8 * 8).reshape(3, 8, 8)
@@ -161,7 +161,7 @@ def test_the_png_in_the_payload_is_a_valid_png_of_the_image():
     import torch
     from PIL import Image
 
-    from neuronhelpers.run.recipes.diffusers_pipeline import png_base64
+    from neuronhelpers.recipes.diffusers_pipeline import png_base64
 
     image = torch.rand(3, 5, 7)
     png = Image.open(io.BytesIO(base64.b64decode(png_base64(image))))
@@ -248,7 +248,7 @@ def test_a_twin_passes_against_its_cpu_reference_with_its_figures(model_id, tmp_
     row = run_model(model_id, workdir=tmp_path)
     assert row["result"] == "PASS", row["error"]
     assert row["verification"] in ("exact", "within_tolerance")
-    assert row["library"] == recipe.LIBRARY_FOR_TASK[row["task"]] and row["library_version"]
+    assert row["library"] == render.LIBRARY_FOR_TASK[row["task"]] and row["library_version"]
     assert row["tolerance"] > 0 and row["max_abs_diff"] <= row["tolerance"]
     for column in ("load_s", "compile_s", "generate_s", "peak_memory_bytes", *FIGURES[row["task"]][1:]):
         assert row[column] is not None and row[column] >= 0, column
@@ -261,7 +261,7 @@ def test_a_twin_passes_against_its_cpu_reference_with_its_figures(model_id, tmp_
         assert base64.b64decode(payload["image_png"]).startswith(b"\x89PNG")
         assert row["items_per_s"] == pytest.approx(1 / row["step_s"])
     else:
-        assert len(payload["embeddings"]) == len(recipe.SENTENCES)
+        assert len(payload["embeddings"]) == len(render.SENTENCES)
 
 
 @pytest.mark.parametrize("model_id", ["tiny/st-bert", "tiny/pixart-dit"])
@@ -287,7 +287,7 @@ def test_the_stored_run_py_alone_reproduces_the_output(model_id, tmp_path):
     proc = subprocess.run([sys.executable, "run.py"], cwd=alone, capture_output=True, text=True, timeout=900)
     again = last_json_line(proc.stdout)
     assert proc.returncode == 0 and again["ok"], proc.stderr[-2000:]
-    check = verify_outputs(recipe.params_of_run_py(row["run_py"]), again, original)
+    check = verify_outputs(render.params_of_run_py(row["run_py"]), again, original)
     assert check["result"] == "PASS"
     if row["task"] == vocab.TEXT_TO_IMAGE:
         assert again["image_sha256"] == original["image_sha256"]  # the same image

@@ -24,13 +24,13 @@ def test_local_folder_resolves_with_task_from_its_model_type():
 
 def test_a_relative_folder_resolves_to_the_absolute_path_that_run_py_loads(twin_copy, monkeypatch):
     """run.py runs in another working directory: the path it loads must be the one the row names."""
-    from neuronhelpers.run import render as recipe
+    from neuronhelpers.recipes import render
     from neuronhelpers.core.backends import get_backend
 
     monkeypatch.chdir(twin_copy.parent)
     ref = resolve_model("ckpt")
     assert ref.model_id == ref.path == str(twin_copy.resolve())
-    params = recipe.params_of_run_py(recipe.render_run_py(recipe.recipe_params(ref, get_backend("cpu"))))
+    params = render.params_of_run_py(render.render_run_py(render.recipe_params(ref, get_backend("cpu"))))
     assert params["model_path"] == params["model_id"] == str(twin_copy.resolve())
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.models.resolve import ModelRef
-from neuronhelpers.run import render
+from neuronhelpers.recipes import render
 
 
 def _rendered(tmp_path: Path, backend="neuron", task="text-generation", cores=2, parallelism="tp") -> Path:
@@ -70,7 +70,7 @@ def test_cpu_and_cuda_ranks_keep_their_visibility_untouched(tmp_path):
 
 
 def test_the_visible_cores_parser_reads_both_forms_and_the_sweep_writes_one_it_reads(tmp_path):
-    from neuronhelpers.run.recipes.scaffold import parse_visible_cores
+    from neuronhelpers.recipes.scaffold import parse_visible_cores
     from neuronhelpers.sweep.local import neuron_slots
 
     assert parse_visible_cores("4-7") == [4, 5, 6, 7] and parse_visible_cores("0,1,2,3") == [0, 1, 2, 3]
@@ -125,7 +125,7 @@ def test_every_library_recipe_compiles_with_the_pinned_options(tmp_path, library
 def test_a_torch_neuronx_exception_is_classified_by_the_stage_it_happened_in():
     """The Neuron runtime and compiler raise from the same package: an error while generating (after the compiled
     first call) is a run failure, not a compile failure."""
-    from neuronhelpers.run.recipes.scaffold import failure_stage
+    from neuronhelpers.recipes.scaffold import failure_stage
 
     NeuronError = type("NeuronRuntimeError", (RuntimeError,), {"__module__": "torch_neuronx.runtime"})
     assert failure_stage(NeuronError("nrt_execute failed"), "run") == "run"
@@ -197,7 +197,7 @@ def test_a_model_planned_on_more_cores_than_its_slot_has_is_untested_infrastruct
 def test_the_plan_says_when_tensor_parallelism_crosses_chips():
     """"Keep TP4 within a chip": at LNC=2 a trn2 chip has 4 logical cores, so TP over 8 or 16 spans chips."""
     from neuronhelpers.core.backends import GiB
-    from neuronhelpers.run.plan import Plan, chip_crossing_note
+    from neuronhelpers.plan.cores import Plan, chip_crossing_note
 
     assert chip_crossing_note(Plan(4, "tp", 60 * GiB, "given", 30_000_000_000, 24 * GiB)) is None
     note = chip_crossing_note(Plan(8, "tp", 120 * GiB, "given", 60_000_000_000, 24 * GiB))

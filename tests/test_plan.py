@@ -8,7 +8,7 @@ from neuronhelpers.twins import build as twins
 from neuronhelpers.core.backends import GiB, get_backend
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.models.resolve import resolve_model
-from neuronhelpers.run.plan import estimate_parameters, plan_cores, plan_model, safetensors_parameters
+from neuronhelpers.plan.cores import estimate_parameters, plan_cores, plan_model, safetensors_parameters
 
 TRN2_CORE = 24 * GiB
 
@@ -79,7 +79,7 @@ def test_the_cpu_budget_is_configurable(monkeypatch):
     config = KNOWN["Qwen/Qwen3-0.6B"][0]
     monkeypatch.setenv("NEURONHELPERS_CORE_GIB", "1")
     ref = resolve_model("tiny/qwen3")
-    from neuronhelpers.run.plan import core_bytes
+    from neuronhelpers.plan.cores import core_bytes
 
     assert core_bytes(get_backend("cpu")) == GiB and core_bytes(get_backend("neuron")) == TRN2_CORE
     plan = plan_cores(config, int(0.6e9), dtype="bfloat16", core_memory=core_bytes(get_backend("cpu")))

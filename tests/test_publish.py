@@ -20,7 +20,7 @@ from hub_server import EMPTY_AGENT_REGISTRY, HubServer
 from neuronhelpers.store import dataset as results_io
 from neuronhelpers.store import diff
 from neuronhelpers.store import publish
-from neuronhelpers.run import render as recipe
+from neuronhelpers.recipes import render
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.models.resolve import resolve_model
@@ -33,7 +33,7 @@ PAIR = "data/inductor-2.13.0__transformers-5.23.0.parquet"
 def make_row(model_id="tiny/llama", result="PASS", wall=10.0, **overrides):
     """A row whose run_py is the recipe's own rendering for the model (as a real run stores it)."""
     ref = resolve_model(model_id) if model_id.startswith("tiny/") else None
-    run_py = recipe.render_run_py(recipe.recipe_params(ref, get_backend("cpu"))) if ref else None
+    run_py = render.render_run_py(render.recipe_params(ref, get_backend("cpu"))) if ref else None
     return result_row(model_id, result, run_py=run_py, wall_s=wall, peak_memory_bytes=500 * 2**20, **overrides)
 
 

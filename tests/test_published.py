@@ -22,10 +22,10 @@ from test_publish import REPO, api, hub, write_row  # noqa: F401 - the local Hub
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.models.resolve import ModelRef
-from neuronhelpers.run import render
+from neuronhelpers.recipes import render
 from neuronhelpers.store import card, dataset, example, publish, published, schema
 from neuronhelpers.store.example import NEWER, OLDER
-from neuronhelpers.verdict.agreement import trainium_agreement, trainium_agreement_line
+from neuronhelpers.analysis.agreement import trainium_agreement, trainium_agreement_line
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OLD_DIFFUSERS = FIXTURES / "inductor-2.13.0__diffusers-0.42.1.52-columns.parquet"  # catalog/data's file at f098795

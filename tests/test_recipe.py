@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from conftest import imported_modules
-from neuronhelpers.run import render as recipe
+from neuronhelpers.recipes import render
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.models.resolve import ModelRef
 
@@ -15,9 +15,9 @@ VLM = ModelRef("tiny/llava", "/twins/llava", "image-text-to-text", "llava", twin
 
 
 def test_rendered_run_py_carries_the_models_parameters(tmp_path):
-    params = recipe.recipe_params(TEXT, get_backend("cpu"))
-    text = recipe.render_run_py(params)
-    assert recipe.params_of_run_py(text) == params
+    params = render.recipe_params(TEXT, get_backend("cpu"))
+    text = render.render_run_py(params)
+    assert render.params_of_run_py(text) == params
     path = tmp_path / "run.py"
     path.write_text(text)
     py_compile.compile(str(path), doraise=True)
@@ -26,7 +26,7 @@ def test_rendered_run_py_carries_the_models_parameters(tmp_path):
 def test_rendered_run_py_imports_only_stdlib_torch_transformers_and_pillow():
     """Self-contained: torch, transformers and pillow (the test image), and torch_neuronx, which a neuron rank imports
     before its process group (the Neuron SDK ships it; on other devices that line never runs)."""
-    text = recipe.render_run_py(recipe.recipe_params(VLM, get_backend("cpu")))
+    text = render.render_run_py(render.recipe_params(VLM, get_backend("cpu")))
     modules = imported_modules(text)
     assert modules - set(sys.stdlib_module_names) == {"torch", "transformers", "PIL", "torch_neuronx"}
 
@@ -37,13 +37,13 @@ def rendered_namespace(params: dict) -> dict:
     import tempfile
 
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
-        handle.write(recipe.render_run_py(params))
+        handle.write(render.render_run_py(params))
     return runpy.run_path(handle.name, run_name="rendered_run_py")
 
 
 def test_neuron_backend_renders_neuron_device_compiler_and_bf16():
-    params = recipe.recipe_params(TEXT, get_backend("neuron"))
-    rendered = recipe.params_of_run_py(recipe.render_run_py(params))
+    params = render.recipe_params(TEXT, get_backend("neuron"))
+    rendered = render.params_of_run_py(render.render_run_py(params))
     assert (rendered["device"], rendered["compile_backend"], rendered["dist_backend"], rendered["dtype"]) == (
         "neuron", "neuron", "neuron", "bfloat16")
 
@@ -58,7 +58,7 @@ def test_on_neuron_peak_memory_is_read_from_the_neuron_allocator_after_a_sync(mo
         "synchronize": staticmethod(lambda device=None: calls.append(("synchronize", device))),
         "max_memory_allocated": staticmethod(lambda device=None: calls.append(("max", device)) or 123)})
     monkeypatch.setattr(torch, "neuron", neuron, raising=False)
-    run_py = rendered_namespace(recipe.recipe_params(TEXT, get_backend("neuron")))
+    run_py = rendered_namespace(render.recipe_params(TEXT, get_backend("neuron")))
     assert run_py["peak_memory_bytes"]("neuron:1") == 123
     assert calls == [("synchronize", "neuron:1"), ("max", "neuron:1")]  # synchronised first: pending work counts
 
@@ -77,7 +77,7 @@ def test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_ful
         return real_generate(self, *args, **kwargs)
 
     monkeypatch.setattr(transformers.GenerationMixin, "generate", recording_generate)
-    params = recipe.recipe_params(resolve_model("tiny/qwen3"), get_backend("cpu"))
+    params = render.recipe_params(resolve_model("tiny/qwen3"), get_backend("cpu"))
     result = rendered_namespace(params)["device_run"](params)
     assert result["ok"], result.get("error")
     # cold and warm compiled, then the same call eagerly (disable_compile) for the speed-up, in the same process:
@@ -95,7 +95,7 @@ def test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_ful
 
 
 def test_run_py_reads_top_down_parameters_main_device_run_loading_reference_launcher_helpers():
-    text = recipe.render_run_py(recipe.recipe_params(TEXT, get_backend("cpu")))
+    text = render.render_run_py(render.recipe_params(TEXT, get_backend("cpu")))
     order = [text.index(marker) for marker in ("PARAMS = {", "def main(", "def device_run(", "def load(",
                                                "def reference_run(", "def sharded_run(", "def emit(")]
     assert order == sorted(order)
@@ -103,17 +103,17 @@ def test_run_py_reads_top_down_parameters_main_device_run_loading_reference_laun
 
 
 def test_remote_code_is_off_unless_asked():
-    assert recipe.recipe_params(TEXT, get_backend("cpu"))["trust_remote_code"] is False
-    assert recipe.recipe_params(TEXT, get_backend("cpu"), trust_remote_code=True)["trust_remote_code"] is True
+    assert render.recipe_params(TEXT, get_backend("cpu"))["trust_remote_code"] is False
+    assert render.recipe_params(TEXT, get_backend("cpu"), trust_remote_code=True)["trust_remote_code"] is True
 
 
 def test_requirements_pin_the_installed_versions():
     import transformers
 
-    cpu = recipe.render_requirements(get_backend("cpu"), "text-generation")
+    cpu = render.render_requirements(get_backend("cpu"), "text-generation")
     assert f"transformers=={transformers.__version__}" in cpu.splitlines()
     assert any(line.startswith("torch==") and "+" not in line for line in cpu.splitlines())
-    neuron = recipe.render_requirements(get_backend("neuron"), "image-text-to-text")
+    neuron = render.render_requirements(get_backend("neuron"), "image-text-to-text")
     # On Trainium torch comes with the Neuron SDK: it is named in a comment, not reinstalled.
     assert not any(line.startswith("torch") for line in neuron.splitlines())
     assert "torch-neuronx" in neuron.splitlines()[0] and neuron.splitlines()[0].startswith("#")
@@ -122,4 +122,4 @@ def test_requirements_pin_the_installed_versions():
 
 def test_parameters_block_is_required():
     with pytest.raises(ValueError, match="no parameters block"):
-        recipe.params_of_run_py("print('hello')")
+        render.params_of_run_py("print('hello')")

@@ -2,7 +2,7 @@
 
 import os
 
-from neuronhelpers.run import render as recipe
+from neuronhelpers.recipes import render
 from neuronhelpers.run import reference
 from neuronhelpers.twins import build as twins
 from neuronhelpers.core.backends import get_backend
@@ -12,7 +12,7 @@ from neuronhelpers.models.resolve import resolve_model
 
 def test_the_key_follows_the_checkpoint_and_the_parameters(tmp_path):
     path = twins.broken_twin("llama", tmp_path / "llama", "perturbed")  # a private copy we may touch
-    params = recipe.recipe_params(resolve_model(str(path)), get_backend("cpu"))
+    params = render.recipe_params(resolve_model(str(path)), get_backend("cpu"))
     key = reference.reference_key(params)
     assert key == reference.reference_key(dict(params))
     assert key != reference.reference_key({**params, "dtype": "bfloat16"})

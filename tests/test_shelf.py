@@ -163,7 +163,7 @@ def test_twin_agreement_pairs_each_real_checkpoint_with_its_twin_in_the_same_pai
     """A real checkpoint agrees with its twin when both PASS, or both FAIL at the same stage; a real row without a
     twin row in its pair is left out, and each disagreement is named in the line."""
     from neuronhelpers.store import dataset
-    from neuronhelpers.verdict.agreement import agreement_line, twin_agreement
+    from neuronhelpers.analysis.agreement import agreement_line, twin_agreement
 
     dataset.append_rows(tmp_path, _pair_rows())
     frame = twin_agreement(dataset.load_results(tmp_path))

@@ -96,6 +96,48 @@ def test_core_imports_nothing_of_the_package_beyond_core():
     assert upward == set(), f"core must stay a leaf: {sorted(upward)}"
 
 
+# The stages of the data flow, bottom up (DESIGN.md section 4): each may import only the stages listed before it.
+# plan imports only core (the Selected list is planned from its published parameter counts); process sits above
+# recipes because the parent-death signal every run and rank takes is written once, in the scaffold run.py carries.
+LAYERS = ["core", "plan", "recipes", "process", "verdict", "twins", "models", "store", "run", "analysis", "sweep",
+          "ui", "cli"]
+FACADE = {"neuronhelpers", "neuronhelpers.__main__"}  # the top-level names hand every stage's functions on
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a stage to one listed after it in LAYERS (an arrow that runs back up), and every module
+    outside a stage that is not the facade."""
+    found = []
+    for module, deps in sorted(graph.items()):
+        if module in FACADE or module == "neuronhelpers.data":
+            continue
+        stage = _stage(module)
+        if stage is None:
+            found.append(f"{module} belongs to no stage of {LAYERS}")
+            continue
+        allowed = set(LAYERS[: LAYERS.index(stage) + 1])
+        found += [f"{module} -> {dep}" for dep in sorted(deps) if dep not in FACADE and _stage(dep) not in allowed]
+    return found
+
+
+def test_the_layer_finder_finds_an_arrow_back_up():
+    graph = {"neuronhelpers.core.vocab": {"neuronhelpers.store.schema"}, "neuronhelpers.store.schema": set(),
+             "neuronhelpers.odd": set()}
+    assert layer_violations(graph) == ["neuronhelpers.core.vocab -> neuronhelpers.store.schema",
+                                       "neuronhelpers.odd belongs to no stage of " + str(LAYERS)]
+
+
+def test_each_stage_imports_only_the_stages_below_it():
+    """The table of allowed imports: LAYERS. A new import that runs back up (say store -> run) fails here, named."""
+    found = layer_violations(import_graph())
+    assert found == [], "imports that run back up the stages:\n" + "\n".join(found)
+
+
 def test_twin_builders_never_import_the_orchestrator():
     """twins build from leaves (specs, tokenizers) through shrink to the builders; only build.py orchestrates."""
     graph = import_graph()
@@ -165,8 +207,8 @@ def test_every_neuronhelpers_variable_is_read_and_described_in_settings():
 # Vocabulary words that are also package or module names: these modules spell them as such (a distribution to look up,
 # a module to import or preload, a folder a traceback passes through), never as a row's value.
 PACKAGE_NAMES = {
-    ("neuronhelpers.core.versions", "transformers"), ("neuronhelpers.run.forkserver", "transformers"),
-    ("neuronhelpers.run.reference", "transformers"), ("neuronhelpers.run.render", "transformers"),
+    ("neuronhelpers.core.versions", "transformers"), ("neuronhelpers.process.forkserver", "transformers"),
+    ("neuronhelpers.run.reference", "transformers"), ("neuronhelpers.recipes.render", "transformers"),
     ("neuronhelpers.verdict.causes", "transformers"), ("neuronhelpers.models.rankings", "diffusers"),
     ("neuronhelpers.core.quiet", "diffusers"), ("neuronhelpers.models.shelf", "transformers"),
     ("neuronhelpers.core.quiet", "transformers"),
@@ -187,7 +229,7 @@ def test_the_vocabulary_is_spelled_only_in_vocab():
              | set(vocab.LIBRARIES) | set(vocab.TASKS) | set(vocab.RESULTS)) - COMMON
     found = []
     for name, path in _modules().items():
-        if name in ("neuronhelpers.core.vocab",) or name.startswith("neuronhelpers.run.recipes"):
+        if name in ("neuronhelpers.core.vocab",) or name.startswith("neuronhelpers.recipes"):
             continue
         for line, text in _strings(path):
             if text in words and (name, text) not in PACKAGE_NAMES:
@@ -201,7 +243,7 @@ def test_every_word_a_rendered_run_py_can_write_is_in_the_vocabulary(library):
     import re
 
     from neuronhelpers.core import vocab
-    from neuronhelpers.run import render
+    from neuronhelpers.recipes import render
 
     source = render.template_text(library)
     stages = set(re.findall(r"""\bstage = ["'](\w+)["']""", source))

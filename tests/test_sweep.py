@@ -29,15 +29,15 @@ def warm_llama():
 @pytest.mark.parametrize("launcher", ["fork", "spawn"])
 def test_injected_faults_become_classified_rows_and_the_sweep_finishes(tmp_path, monkeypatch, launcher, warm_llama):
     """The same faults under the pre-imported fork server and with a fresh Python per run."""
-    from neuronhelpers.run import process as runner
+    from neuronhelpers.process import tree
 
     faults = {"tiny/gpt2": "segfault", "tiny/gpt_neox": "hang", "tiny/falcon": "oom", "tiny/granite": "compile"}
     monkeypatch.setenv("PYTHONPATH", str(FAULTS))
     monkeypatch.setenv("NH_TEST_FAULTS", json.dumps(faults))
-    monkeypatch.setenv(runner.FORK_SERVER_ENV, "1" if launcher == "fork" else "0")
-    runner.reset_fork_server()  # a new server, started with this environment
+    monkeypatch.setenv(tree.FORK_SERVER_ENV, "1" if launcher == "fork" else "0")
+    tree.reset_fork_server()  # a new server, started with this environment
     launched = []
-    real_execute = runner.execute
+    real_execute = tree.execute
     monkeypatch.setattr("neuronhelpers.run.harness.execute",
                         lambda *a, **k: launched.append(real_execute(*a, **k)) or launched[-1])
     models = [*faults, "tiny/llama"]

@@ -16,7 +16,7 @@ from neuronhelpers.core.errors import UserError, first_line
 
 
 def _print_ranked(title: str, frame, top: int) -> None:
-    from neuronhelpers.verdict.causes import ranked_lines
+    from neuronhelpers.analysis.causes import ranked_lines
 
     if frame.empty:
         return
@@ -32,7 +32,7 @@ def _trainium_verdicts(source: str | None, catalog):
     from neuronhelpers.core.network import hub_reachable, hub_status_line
     from neuronhelpers.models.known import architecture_from_hub
     from neuronhelpers.store.dataset import load_results
-    from neuronhelpers.verdict.agreement import trainium_agreement, trainium_agreement_line
+    from neuronhelpers.analysis.agreement import trainium_agreement, trainium_agreement_line
 
     frames, said = [catalog], ""
     if source is None and not hub_reachable():
@@ -57,9 +57,9 @@ def cmd_causes(args) -> int:
     """Root causes ranked by how many architectures they block, each with its architectures; twins against real
     checkpoints, and against the verdicts measured on Trainium."""
     from neuronhelpers.store.dataset import load_results, select_pair
-    from neuronhelpers.verdict.agreement import agreement_line, twin_agreement
-    from neuronhelpers.verdict.causes import rank_causes, untested_reasons
-    from neuronhelpers.verdict.declared import declared_vs_measured, disagreement_line
+    from neuronhelpers.analysis.agreement import agreement_line, twin_agreement
+    from neuronhelpers.analysis.causes import rank_causes, untested_reasons
+    from neuronhelpers.analysis.declared import declared_vs_measured, disagreement_line
 
     catalog = load_results(args.results)
     df, pair = select_pair(catalog, args.pair)
@@ -222,7 +222,7 @@ def serve_until_stopped(cmd: list[str], env: dict, grace_s: float = 10.0) -> int
     import signal
     import subprocess
 
-    from neuronhelpers.run.recipes.scaffold import die_with_parent
+    from neuronhelpers.recipes.scaffold import die_with_parent
 
     server = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
 

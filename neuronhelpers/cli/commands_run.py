@@ -36,7 +36,7 @@ def cmd_run(args) -> int:
 def cmd_plan(args) -> int:
     from neuronhelpers.core.backends import get_backend
     from neuronhelpers.models.resolve import resolve_model
-    from neuronhelpers.run.plan import plan_model
+    from neuronhelpers.plan.cores import plan_model
 
     ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code)
     backend = get_backend(args.backend)
@@ -48,8 +48,8 @@ def cmd_plan(args) -> int:
 def cmd_render(args) -> int:
     from neuronhelpers.core.backends import get_backend
     from neuronhelpers.models.resolve import resolve_model
-    from neuronhelpers.run.plan import plan_model
-    from neuronhelpers.run.render import recipe_params, render_requirements, render_run_py
+    from neuronhelpers.plan.cores import plan_model
+    from neuronhelpers.recipes.render import recipe_params, render_requirements, render_run_py
 
     ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code)
     backend = get_backend(args.backend)

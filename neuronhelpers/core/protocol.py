@@ -1,7 +1,7 @@
 """The test protocol's fixed inputs, defined once: how many tokens a text model generates, the prompts per task, the
 batch an embedding model encodes and the inputs a diffusion pipeline draws from.
 
-run.py is rendered with these values (``neuronhelpers.run.render``) and the dataset card states them
+run.py is rendered with these values (``neuronhelpers.recipes.render``) and the dataset card states them
 (``neuronhelpers.store.card``). Taught in notebook 02.
 """
 

@@ -86,7 +86,7 @@ def planned(entry: Selected) -> Selected:
     if entry.parameters is None or entry.excluded:
         return entry
     from neuronhelpers.core.backends import get_backend
-    from neuronhelpers.run.plan import core_bytes, plan_cores
+    from neuronhelpers.plan.cores import core_bytes, plan_cores
 
     neuron = get_backend("neuron")
     plan = plan_cores(None, entry.parameters, dtype=neuron.dtype, core_memory=core_bytes(neuron),

@@ -1,5 +1,5 @@
-"""Stage 2, one model end to end: the plan (cores, TP / EP), the one run.py rendered from recipes/, its process
-tree (fork server, timeout, limits), the CPU reference, the compile cache, and the harness that joins them into a row.
+"""One model end to end: plan it, render its run.py, run that file with the measuring around its steps in its own
+process tree, check it against the CPU reference (or a judge), and make the row.
 
 Taught in notebooks 02 (a run) and 03 (sharded runs).
 """

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neuronhelpers.core import vocab
-from neuronhelpers.run import render as recipe
+from neuronhelpers.recipes import render
 from neuronhelpers.store import schema as results
 from neuronhelpers.twins import build as twins
 from neuronhelpers.core import versions
@@ -20,14 +20,14 @@ from neuronhelpers.core.backends import Backend, get_backend
 from neuronhelpers.run.compile_cache import cache_env, cache_files
 from neuronhelpers.core.settings import home
 from neuronhelpers.verdict.classify import classify_failure
-from neuronhelpers.verdict.judge import make_judge
+from neuronhelpers.run.judge import make_judge
 from neuronhelpers.models.resolve import TWIN_WEIGHTS, ModelRef, resolve_model
 from neuronhelpers.core.network import offline_env
-from neuronhelpers.run.plan import Plan, host_reference_budget, plan_model
+from neuronhelpers.plan.cores import Plan, host_reference_budget, plan_model
 from neuronhelpers.core.topology import neuron_topology
-from neuronhelpers.run.recipes.scaffold import eager_not_tried, parse_visible_cores
+from neuronhelpers.recipes.scaffold import eager_not_tried, parse_visible_cores
 from neuronhelpers.run.reference import cached_reference, reference_key, store_reference
-from neuronhelpers.run.process import ProcessOutcome, execute
+from neuronhelpers.process.tree import ProcessOutcome, execute
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S, REFERENCE_TIMEOUT_S
 from neuronhelpers.verdict.declared import declared_fullgraph
 from neuronhelpers.verdict.evidence import eager_columns, evidence_level, speedup
@@ -79,7 +79,7 @@ def plan_run(model: str | ModelRef, *, backend: str | Backend | None = None, dty
     ref = model if isinstance(model, ModelRef) else resolve_model(model, trust_remote_code=trust_remote_code)
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     plan = plan_model(ref, be, dtype=dtype, forced=cores)
-    params = recipe.recipe_params(ref, be, dtype=dtype, trust_remote_code=trust_remote_code,
+    params = render.recipe_params(ref, be, dtype=dtype, trust_remote_code=trust_remote_code,
                                   cores=plan.cores or 1, parallelism=plan.parallelism if plan.cores else vocab.NO_PARALLELISM)
     return PlannedRun(ref, be, plan, params, trust_remote_code)
 
@@ -240,10 +240,10 @@ class _RunFolder:
     @classmethod
     def write(cls, planned: PlannedRun, folder: Path, env: dict | None) -> "_RunFolder":
         folder.mkdir(parents=True, exist_ok=True)
-        run_py = recipe.render_run_py(planned.params)
+        run_py = render.render_run_py(planned.params)
         script = folder / "run.py"
         script.write_text(run_py)
-        requirements = recipe.render_requirements(planned.backend, planned.ref.task)
+        requirements = render.render_requirements(planned.backend, planned.ref.task)
         (folder / "requirements.txt").write_text(requirements)
         run_env = {**cache_env(planned.backend), **offline_env(), **(env or {})}
         fork = planned.backend.name != "neuron"  # the Neuron runtime is not known to be safe to fork: fresh processes
@@ -294,9 +294,9 @@ def _reference_payload(planned: PlannedRun, run: _RunFolder, reference_model, dt
     reference_params, reference_script = planned.params, run.script
     if reference_model is not None:
         other = reference_model if isinstance(reference_model, ModelRef) else resolve_model(reference_model)
-        reference_params = recipe.recipe_params(other, planned.backend, dtype=dtype)
+        reference_params = render.recipe_params(other, planned.backend, dtype=dtype)
         reference_script = run.folder / "reference_run.py"
-        reference_script.write_text(recipe.render_run_py(reference_params))
+        reference_script.write_text(render.render_run_py(reference_params))
     key = reference_key(reference_params)
     cached = cached_reference(key)
     if cached is not None:
@@ -329,7 +329,7 @@ def _save_logs(folder: Path, name: str, outcome: ProcessOutcome) -> None:
 def saved_output(folder: str | Path, process: str = "device") -> dict | None:
     """The JSON line one run.py process of a run printed (``device``, ``reference`` or ``eager``), from the logs the
     run folder keeps: what a row does not carry, e.g. a diffusion run's image. None where that process left no line."""
-    from neuronhelpers.run.process import last_json_line
+    from neuronhelpers.process.tree import last_json_line
 
     path = Path(folder) / f"{process}.stdout.txt"
     return last_json_line(path.read_text()) if path.is_file() else None

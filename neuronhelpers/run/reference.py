@@ -17,7 +17,7 @@ from pathlib import Path
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.settings import home
-from neuronhelpers.run.render import template_text
+from neuronhelpers.recipes.render import template_text
 from neuronhelpers.core.versions import distribution_version
 
 # Parameters that say where and how the device run happens: the CPU reference does not depend on them.

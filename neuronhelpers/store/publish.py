@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from neuronhelpers.store import dataset
-from neuronhelpers.run import render as recipe
+from neuronhelpers.recipes import render
 from neuronhelpers.store import schema as results
 from neuronhelpers.core import vocab
 from neuronhelpers.store.card import render_card
@@ -341,11 +341,11 @@ def check_run_py(row: dict) -> None:
         raise UserError(f"row for '{model}' was made by harness {row.get('harness_version')}, this is "
                         f"{results.HARNESS_VERSION}: contribute it with that version's neuronhelpers")
     try:
-        params = recipe.params_of_run_py(text)
+        params = render.params_of_run_py(text)
     except (ValueError, SyntaxError):
         raise UserError(f"row for '{model}' refused: its run_py is not a neuronhelpers run.py") from None
-    if recipe.render_run_py(params) != text:
-        expected = recipe.render_run_py(params).splitlines()
+    if render.render_run_py(params) != text:
+        expected = render.render_run_py(params).splitlines()
         line = next((i + 1 for i, (a, b) in enumerate(zip(expected, text.splitlines())) if a != b),
                     min(len(expected), len(text.splitlines())) + 1)
         raise UserError(f"row for '{model}' refused: its run_py differs from the recipe at line {line} "

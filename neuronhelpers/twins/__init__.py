@@ -1,4 +1,4 @@
-"""Stage 1b, tiny twins: real transformers (and sentence-transformers, diffusers) architectures with shrunk
+"""Tiny twins: real transformers (and sentence-transformers, diffusers) architectures with shrunk
 dimensions and random weights, built offline, one per architecture, plus deliberately broken copies.
 
     specs.py        TwinSpec, the twins there are (transformers' auto mappings + the library twins), tiny/<name>

@@ -65,7 +65,7 @@ def check_transformers_twin_runs(spec: TwinSpec, folder: Path) -> None:
     """
     import torch
 
-    from neuronhelpers.run.recipes.transformers_generate import generated_tokens, load
+    from neuronhelpers.recipes.transformers_generate import generated_tokens, load
 
     try:
         params = {"model_path": str(folder), "task": spec.task, "trust_remote_code": False, "revision": None,
@@ -200,7 +200,7 @@ def known_twin(spec: TwinSpec) -> Path | None:
 
 def _build_in_child(spec: TwinSpec, force: bool) -> Path:
     """Build in a child process (``python -m neuronhelpers.twins.build build``); read the outcome from disk."""
-    from neuronhelpers.run.process import execute
+    from neuronhelpers.process.tree import execute
 
     args = ["build", spec.key] + (["--force"] if force else [])
     outcome = execute(None, args, module="neuronhelpers.twins.build", timeout=BUILD_TIMEOUT_S,

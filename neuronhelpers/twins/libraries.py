@@ -52,12 +52,12 @@ def _run_eagerly(spec, params):
     import torch
 
     if spec.task == FEATURE_EXTRACTION:
-        from neuronhelpers.run.recipes.sentence_transformers_encode import encode, load
+        from neuronhelpers.recipes.sentence_transformers_encode import encode, load
 
         model = load(params, "cpu", torch.float32)
         parameters = sum(p.numel() for p in model.parameters())
         return encode(model, params), (2, model.get_embedding_dimension()), parameters
-    from neuronhelpers.run.recipes.diffusers_pipeline import draw, load
+    from neuronhelpers.recipes.diffusers_pipeline import draw, load
 
     model = load(params, "cpu", torch.float32)
     parameters = sum(p.numel() for c in model.components.values() if isinstance(c, torch.nn.Module) for p in c.parameters())

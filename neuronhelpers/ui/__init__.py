@@ -1,4 +1,4 @@
-"""Stage 6, what people see: the explorer (views, detail pane), plots, and the Voila app.
+"""What people see: the explorer (views, detail pane), plots, and the Voila app.
 
 Taught in notebooks 01 and 06.
 """

@@ -230,9 +230,9 @@ def cause_labels(causes, width: int = 70) -> list[str]:
 
 
 def causes_bar(df: pd.DataFrame, top: int = 10, ax=None, *, results=(FAIL,)):
-    """Horizontal bars: the root causes (``causes.rank_causes``) that block the most architectures, each bar as
+    """Horizontal bars: the root causes (``analysis.causes.rank_causes``) that block the most architectures, each bar as
     long as the number of architectures it blocks and coloured by its stage (legend outside the bars)."""
-    from neuronhelpers.verdict.causes import rank_causes
+    from neuronhelpers.analysis.causes import rank_causes
 
     title = f"Root causes by architectures blocked (top {top})"
     ranked = rank_causes(df, results=results).head(top).iloc[::-1]

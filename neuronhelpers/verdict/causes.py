@@ -4,7 +4,7 @@ A signature is built from what the failed run reported: the exception type, the 
 message with the details that vary between models removed (numbers, addresses, paths), and the place
 it came from (the deepest frame inside transformers or torch, or the model code dynamo was tracing).
 A run that hit dynamo's recompile limit is signed by the guard that kept failing, the thing a user
-can act on. ``rank_causes`` orders causes by how many architectures they block (``neuronhelpers causes``).
+can act on. ``analysis.causes.rank_causes`` orders causes across rows (``neuronhelpers causes``).
 Taught in notebook 04 and the architecture catalog notebook.
 """
 
@@ -12,10 +12,6 @@ from __future__ import annotations
 
 import re
 from importlib import util as _importlib_util
-
-import pandas as pd
-
-from neuronhelpers.core.vocab import FAIL, UNTESTED
 
 MAX_LENGTH = 200
 
@@ -147,42 +143,3 @@ def failure_cause(error_type: str | None, error: str | None, trace: str | None =
     where = traced_code_frame(trace or "") or deepest_frame(trace or "")
     cause = f"{error_type or 'Error'}: {head}" if head else (error_type or "Error")
     return (f"{cause} @ {where}" if where else cause)[:MAX_LENGTH]
-
-
-def error_signature(error) -> str | None:
-    """The cause of a row that records none (the published dataset's): its error's first line, normalised."""
-    return normalise(error.splitlines()[0])[:MAX_LENGTH] if isinstance(error, str) and error.strip() else None
-
-
-def rank_causes(df: pd.DataFrame, *, results=(FAIL,)) -> pd.DataFrame:
-    """Causes ranked by how many architectures (model types) they block, each with its architectures; a row without
-    a cause counts under its error's (``error_signature``)."""
-    failed = df[df.result.isin(results)].copy()
-    failed["cause"] = failed["cause"].fillna(failed["error"].map(error_signature))
-    failed = failed[failed.cause.notna()]
-    if failed.empty:
-        return pd.DataFrame(columns=["cause", "stage", "architectures", "count"])
-    failed["architecture"] = failed["model_type"].fillna(failed["model_id"])
-    grouped = failed.groupby("cause").agg(
-        stage=("stage", lambda s: ", ".join(sorted(set(s.dropna()))) or "no stage recorded"),
-        architectures=("architecture", lambda s: sorted(set(s))),
-    ).reset_index()
-    grouped["count"] = grouped["architectures"].map(len)
-    return grouped.sort_values(["count", "cause"], ascending=[False, True]).reset_index(drop=True)
-
-
-def ranked_lines(ranked: pd.DataFrame, top: int = 10, *, names: int = 8) -> list[str]:
-    """``rank_causes`` (or ``untested_reasons``) as the lines the ``causes`` command prints: per cause its count,
-    stage and the first ``names`` architectures, and how many causes were left out."""
-    lines = []
-    for row in ranked.head(top).itertuples(index=False):
-        shown = ", ".join(row.architectures[:names]) + (", ..." if len(row.architectures) > names else "")
-        lines.append(f"{row.count:4d}  [{row.stage}] {row.cause}\n      {shown}")
-    if len(ranked) > top:
-        lines.append(f"      ... and {len(ranked) - top} more causes (--top N)")
-    return lines
-
-
-def untested_reasons(df: pd.DataFrame) -> pd.DataFrame:
-    """The UNTESTED rows grouped by reason (stage) and cause."""
-    return rank_causes(df, results=(UNTESTED,))

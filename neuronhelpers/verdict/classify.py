@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.vocab import FAIL, UNTESTED
-from neuronhelpers.run.process import ProcessOutcome
-from neuronhelpers.run.recipes.scaffold import MEMORY_WORDS
+from neuronhelpers.process.tree import ProcessOutcome
+from neuronhelpers.recipes.scaffold import MEMORY_WORDS
 from neuronhelpers.verdict.causes import failing_guard, failure_cause, missing_package
 
 

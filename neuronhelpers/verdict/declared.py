@@ -1,20 +1,15 @@
-"""Declared against measured: what transformers says a model class compiles (``_can_compile_fullgraph``) beside what
-the catalog measured (PASS, or FAIL at compile or run).
+"""What transformers declares a model class compiles (``_can_compile_fullgraph``), read for one run's row.
 
 transformers declares per class whether its forward captures as one graph; a user reading the flag alone is misled
 where the two disagree. ``declared_fullgraph`` reads the flag from the installed transformers' own classes (the
-class an auto mapping names for the architecture and task); ``declared_vs_measured`` sets it beside each verdict of
-a version pair and counts the disagreements (``neuronhelpers causes``, notebook 06).
+class an auto mapping names for the architecture and task); ``analysis.declared`` sets it beside the verdicts.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-import pandas as pd
-
 from neuronhelpers.core import vocab
-from neuronhelpers.store.dataset import newest_per_model
 
 _MAPPINGS = {vocab.TEXT_GENERATION: "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
              vocab.IMAGE_TEXT_TO_TEXT: "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES"}
@@ -36,43 +31,3 @@ def declared_fullgraph(model_type: str | None, task: str | None) -> bool | None:
         return None
     flag = getattr(cls, "_can_compile_fullgraph", None)
     return bool(flag) if flag is not None else None
-
-
-# What "measured" means for the flag: a PASS captured the forward as one graph; a FAIL at compile or at run of the
-# compiled graph did not. Other FAILs (load, mismatch, oom, ...) say nothing about capturing.
-_MEASURED = {vocab.STAGE_COMPILE: False, vocab.STAGE_RUN: False}
-
-
-def measured_fullgraph(result, stage) -> bool | None:
-    if result == vocab.PASS:
-        return True
-    if result == vocab.FAIL:
-        return _MEASURED.get(stage)
-    return None
-
-
-def declared_vs_measured(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per transformers architecture with a verdict: declared (the row's ``declared_fullgraph``, else the
-    installed transformers'), measured, and whether they disagree. Twins only, one row per architecture and task."""
-    rows = df[(df.library == vocab.TRANSFORMERS) & df.twin_of.notna() & df.result.isin([vocab.PASS, vocab.FAIL])]
-    out = []
-    # Pass one version pair (select_pair): with several, each architecture's newest row of any pair stands.
-    for row in newest_per_model(rows, ["model_type", "task"]).itertuples(index=False):
-        recorded = getattr(row, "declared_fullgraph", None)
-        declared = bool(recorded) if isinstance(recorded, (bool, int)) and recorded == recorded else \
-            declared_fullgraph(row.model_type, row.task)
-        measured = measured_fullgraph(row.result, row.stage)
-        out.append({"model_type": row.model_type, "task": row.task, "declared": declared, "measured": measured,
-                    "result": row.result, "stage": row.stage,
-                    "disagree": declared is not None and measured is not None and declared != measured})
-    return pd.DataFrame(out, columns=["model_type", "task", "declared", "measured", "result", "stage", "disagree"])
-
-
-def disagreement_line(frame: pd.DataFrame) -> str:
-    """'declared _can_compile_fullgraph disagrees with the measured verdict for N of M architectures: ...'."""
-    known = frame[frame.declared.notna() & frame.measured.notna()]
-    said_yes = known[(known.declared == True) & (known.measured == False)]  # noqa: E712 - object columns
-    said_no = known[(known.declared == False) & (known.measured == True)]  # noqa: E712
-    return (f"transformers' _can_compile_fullgraph disagrees with the measured verdict for "
-            f"{len(said_yes) + len(said_no)} of {len(known)} architectures: {len(said_yes)} declared True fail to "
-            f"compile or run compiled, {len(said_no)} declared False pass")

@@ -35,7 +35,7 @@ RETRY, GIVE_UP = "retry", "give up"  # a rule's outcome: run the prompt again, o
 
 def test_image():
     """The recipe's test image (a PIL 64x64 gradient), so the probe sees what the eager check will."""
-    from neuronhelpers.run.recipes.transformers_generate import test_image as recipe_image
+    from neuronhelpers.recipes.transformers_generate import test_image as recipe_image
 
     return recipe_image()
 

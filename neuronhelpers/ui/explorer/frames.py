@@ -12,7 +12,7 @@ from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS
 from neuronhelpers.models.selected import SELECTED
 from neuronhelpers.store.dataset import newest_per_model
 from neuronhelpers.store.schema import ran_on_labels
-from neuronhelpers.verdict.agreement import trainium_rows
+from neuronhelpers.analysis.agreement import trainium_rows
 
 VIEWS = ("Selected", "Trending", "Downloads", "Architectures")
 RANKED_VIEWS = ("Trending", "Downloads")
@@ -41,7 +41,7 @@ TABLE_COLUMNS = ["model", "task", "architecture", "result", RAN_ON, "evidence", 
 # The row columns a view table reads.
 VIEW_COLUMNS = ["model_id", "task", "model_type", "twin_of", "result", "stage", "error", "cause", "weights", "evidence",
                 "declared_fullgraph", "backend", "library", "timestamp", *[m[1] for m in MEASURES]]
-# The Architectures view's column for the models of the architecture measured on Trainium (verdict/agreement).
+# The Architectures view's column for the models of the architecture measured on Trainium (analysis/agreement).
 ON_TRAINIUM = "on Trainium"
 # The Architectures view's column for transformers' own claim (_can_compile_fullgraph) beside the measured verdict.
 DECLARED = "declares fullgraph"

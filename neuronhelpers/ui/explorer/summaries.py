@@ -105,9 +105,9 @@ def example_notices(df: pd.DataFrame) -> list[str]:
 
 
 def trainium_line(df: pd.DataFrame) -> str:
-    """For the Architectures view: how often the frame's twins predict its Trainium verdicts (verdict/agreement), or
+    """For the Architectures view: how often the frame's twins predict its Trainium verdicts (analysis/agreement), or
     '' when it holds no row measured on Trainium."""
-    from neuronhelpers.verdict.agreement import trainium_agreement, trainium_agreement_line, trainium_rows
+    from neuronhelpers.analysis.agreement import trainium_agreement, trainium_agreement_line, trainium_rows
 
     trainium = trainium_rows(df)
     return "" if trainium.empty else trainium_agreement_line(*trainium_agreement(trainium, df))

@@ -10,7 +10,7 @@ and timed), and print one JSON line with the embeddings, timings and peak device
     python3 run.py               # the device run
     python3 run.py --reference   # the CPU eager reference: same checkpoint, dtype and sentences, no compile
 
-Rendered by neuronhelpers.run.render from neuronhelpers/run/recipes/ (this recipe and the shared scaffold):
+Rendered by neuronhelpers.recipes.render from neuronhelpers/recipes/ (this recipe and the shared scaffold):
 edit those, never a rendered copy.
 """
 

@@ -68,7 +68,7 @@ def derive_common_words(topics: dict[str, str] | None = None, min_topics: int = 
     is kept, so that one topic's jargon is not; single letters other than "a" and "i" are dropped. Most
     frequent first. Regenerate with::
 
-        python -c "from neuronhelpers.verdict.judge import write_common_words; write_common_words()"
+        python -c "from neuronhelpers.run.judge import write_common_words; write_common_words()"
     """
     if topics is None:
         from pydoc_data.topics import topics
@@ -94,7 +94,7 @@ def write_common_words(path: str | Path | None = None) -> Path:
     payload = {
         "source": "pydoc_data.topics: the Python documentation's prose, as shipped with the Python interpreter",
         "python": sys.version.split()[0],
-        "how": "neuronhelpers.verdict.judge.derive_common_words(min_topics=3): words used in the prose paragraphs of at "
+        "how": "neuronhelpers.run.judge.derive_common_words(min_topics=3): words used in the prose paragraphs of at "
                "least 3 pydoc topics, most frequent first (code, grammar and tables skipped; single letters "
                "other than 'a' and 'i' dropped)",
         "words": derive_common_words(),

@@ -14,7 +14,7 @@ backend's process group (neuron, nccl or gloo), loads through transformers' own 
 parallel; expert parallel for mixture-of-experts) and prints rank 0's result with every rank's peak
 memory. A rank that fails stops the whole run at once with that rank's error.
 
-Rendered by neuronhelpers.run.render from neuronhelpers/run/recipes/ (this recipe and the shared scaffold):
+Rendered by neuronhelpers.recipes.render from neuronhelpers/recipes/ (this recipe and the shared scaffold):
 edit those, never a rendered copy.
 """
 

@@ -6,5 +6,5 @@
                              a fixed batch of sentences padded to one length, embeddings
 ``diffusers_pipeline.py``    diffusers: from_pretrained pipeline, compiled denoiser and VAE decoder, one image
 
-``neuronhelpers.run.render.render_run_py`` joins them; edit these files, never a rendered run.py.
+``neuronhelpers.recipes.render.render_run_py`` joins them; edit these files, never a rendered run.py.
 """

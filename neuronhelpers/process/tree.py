@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from neuronhelpers.core import settings
 from neuronhelpers.core.settings import FORK_SERVER_ENV  # noqa: F401 - tests turn the server on and off with it
-from neuronhelpers.run.recipes.scaffold import die_with_parent
+from neuronhelpers.recipes.scaffold import die_with_parent
 
 
 @dataclass
@@ -166,7 +166,7 @@ def shared_fork_server():
     with _server_lock:
         if _server is not None and _server.alive:
             return _server
-        from neuronhelpers.run.forkserver import ForkServer
+        from neuronhelpers.process.forkserver import ForkServer
 
         started: dict = {}
 

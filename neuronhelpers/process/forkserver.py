@@ -6,7 +6,7 @@ once (and nothing model-specific: no model was loaded, no kernel compiled, no th
 run it forks a child, which becomes the run's own session and process group, takes the run's environment,
 working directory, CPU set and memory limit, sends stdout and stderr to files, and executes the same
 rendered run.py with ``runpy`` as ``__main__``, exactly as ``python run.py`` would. The run's timeout and
-kill are the caller's, as for a spawned process: ``runner.execute`` does the same with either.
+kill are the caller's, as for a spawned process: ``tree.execute`` does the same with either.
 
 The protocol is JSON lines on the server's stdin/stdout: a request ``{"id", "argv", "cwd", "env", ...}``
 is answered by ``{"id", "pid"}`` when the child starts and ``{"id", "status"}`` (a waitpid status) when it
@@ -35,12 +35,12 @@ PRELOAD = ("torch", "transformers", "transformers.modeling_utils", "transformers
 
 
 # ------------------------------------------------------------------------------------------------
-# The server process: python -m neuronhelpers.run.forkserver
+# The server process: python -m neuronhelpers.process.forkserver
 # ------------------------------------------------------------------------------------------------
 
 
 def _serve() -> int:
-    from neuronhelpers.run.recipes.scaffold import die_with_parent
+    from neuronhelpers.recipes.scaffold import die_with_parent
 
     die_with_parent()
     import importlib
@@ -86,7 +86,7 @@ def _child(request: dict) -> None:
     code = 1
     try:
         os.setsid()  # its own session and process group: the caller kills the whole group
-        from neuronhelpers.run.recipes.scaffold import die_with_parent
+        from neuronhelpers.recipes.scaffold import die_with_parent
 
         die_with_parent()  # dies with the fork server, which dies with the sweep
         if request.get("cpus"):
@@ -142,7 +142,7 @@ def _run_main(argv: list[str]) -> int:
 
 
 # ------------------------------------------------------------------------------------------------
-# The client: what runner.execute talks to
+# The client: what tree.execute talks to
 # ------------------------------------------------------------------------------------------------
 
 
@@ -160,7 +160,7 @@ class ForkServer:
     # The server must be started from a long-lived thread: Linux delivers the parent-death signal when the
     # *thread* that started a process ends.
     def start(self, timeout: float = 120.0) -> ForkServer:
-        self.proc = subprocess.Popen([sys.executable, "-m", "neuronhelpers.run.forkserver"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "neuronhelpers.process.forkserver"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env, text=True,
                                      bufsize=1, start_new_session=True)
         ready = threading.Event()

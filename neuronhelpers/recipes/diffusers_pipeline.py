@@ -13,7 +13,7 @@ start from the same latents.
     python3 run.py               # the device run
     python3 run.py --reference   # the CPU eager reference: same checkpoint, dtype, prompt, seed and size, no compile
 
-Rendered by neuronhelpers.run.render from neuronhelpers/run/recipes/ (this recipe and the shared scaffold):
+Rendered by neuronhelpers.recipes.render from neuronhelpers/recipes/ (this recipe and the shared scaffold):
 edit those, never a rendered copy.
 """
 

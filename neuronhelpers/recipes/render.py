@@ -16,7 +16,6 @@ from neuronhelpers.core import settings
 from neuronhelpers.core.protocol import MAX_NEW_TOKENS, PROMPTS, SENTENCES, TASK_INPUTS  # noqa: F401 - SENTENCES: read by tests as run.py's inputs
 from neuronhelpers.core.vocab import LIBRARY_FOR_TASK
 from neuronhelpers.core.backends import Backend
-from neuronhelpers.models.resolve import ModelRef
 from neuronhelpers.core.versions import distribution_version
 
 # Each library's recipe file in recipes/ (which library tests a task: vocab.LIBRARY_FOR_TASK).
@@ -30,7 +29,7 @@ _DROP = "# render: drop"
 
 
 def recipe_source(name: str) -> str:
-    return resources.files("neuronhelpers.run.recipes").joinpath(name).read_text()
+    return resources.files("neuronhelpers.recipes").joinpath(name).read_text()
 
 
 def _sections(text: str) -> tuple[str, list[tuple[str, str]]]:
@@ -59,9 +58,10 @@ def template_text(library: str = vocab.TRANSFORMERS) -> str:
     return "\n\n".join(part.strip("\n") + "\n" for part in parts)
 
 
-def recipe_params(model: ModelRef, backend: Backend, *, dtype: str | None = None, trust_remote_code: bool = False,
+def recipe_params(model, backend: Backend, *, dtype: str | None = None, trust_remote_code: bool = False,
                   revision: str | None = None, cores: int = 1, parallelism: str = vocab.NO_PARALLELISM) -> dict:
-    """The parameters that make the template this model's run.py."""
+    """The parameters that make the template this model's run.py (``model``: a resolved ``models.resolve.ModelRef``:
+    its id, path and task)."""
     if (cores > 1) != (parallelism != vocab.NO_PARALLELISM):
         raise ValueError(f"{cores} core(s) with parallelism '{parallelism}' is not a plan")
     library = LIBRARY_FOR_TASK[model.task]

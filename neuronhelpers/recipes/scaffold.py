@@ -1,7 +1,7 @@
 """The scaffold every run.py shares, whatever the library: parameters, main, the JSON line, failure
 classification, peak memory, and the sharded launcher (one process per core, no torchrun).
 
-``neuronhelpers.run.render`` joins it with one library recipe (``recipes/<library>.py``) into a single
+``neuronhelpers.recipes.render`` joins it with one library recipe (``recipes/<library>.py``) into a single
 self-contained run.py. The package imports the helpers it needs from here (the runner's parent-death
 signal, the out-of-memory words), so nothing is written twice. Taught in notebooks 02 and 03.
 

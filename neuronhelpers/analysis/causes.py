@@ -1,0 +1,51 @@
+"""Causes ranked across rows: which failure signatures (``verdict.causes``) block the most architectures.
+
+``rank_causes`` orders causes by how many architectures they block (``neuronhelpers causes``); a row without a cause
+(the published dataset's) is counted under its error's signature. Taught in notebooks 04 and 06.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from neuronhelpers.core.vocab import FAIL, UNTESTED
+from neuronhelpers.verdict.causes import MAX_LENGTH, normalise
+
+
+def error_signature(error) -> str | None:
+    """The cause of a row that records none (the published dataset's): its error's first line, normalised."""
+    return normalise(error.splitlines()[0])[:MAX_LENGTH] if isinstance(error, str) and error.strip() else None
+
+
+def rank_causes(df: pd.DataFrame, *, results=(FAIL,)) -> pd.DataFrame:
+    """Causes ranked by how many architectures (model types) they block, each with its architectures; a row without
+    a cause counts under its error's (``error_signature``)."""
+    failed = df[df.result.isin(results)].copy()
+    failed["cause"] = failed["cause"].fillna(failed["error"].map(error_signature))
+    failed = failed[failed.cause.notna()]
+    if failed.empty:
+        return pd.DataFrame(columns=["cause", "stage", "architectures", "count"])
+    failed["architecture"] = failed["model_type"].fillna(failed["model_id"])
+    grouped = failed.groupby("cause").agg(
+        stage=("stage", lambda s: ", ".join(sorted(set(s.dropna()))) or "no stage recorded"),
+        architectures=("architecture", lambda s: sorted(set(s))),
+    ).reset_index()
+    grouped["count"] = grouped["architectures"].map(len)
+    return grouped.sort_values(["count", "cause"], ascending=[False, True]).reset_index(drop=True)
+
+
+def ranked_lines(ranked: pd.DataFrame, top: int = 10, *, names: int = 8) -> list[str]:
+    """``rank_causes`` (or ``untested_reasons``) as the lines the ``causes`` command prints: per cause its count,
+    stage and the first ``names`` architectures, and how many causes were left out."""
+    lines = []
+    for row in ranked.head(top).itertuples(index=False):
+        shown = ", ".join(row.architectures[:names]) + (", ..." if len(row.architectures) > names else "")
+        lines.append(f"{row.count:4d}  [{row.stage}] {row.cause}\n      {shown}")
+    if len(ranked) > top:
+        lines.append(f"      ... and {len(ranked) - top} more causes (--top N)")
+    return lines
+
+
+def untested_reasons(df: pd.DataFrame) -> pd.DataFrame:
+    """The UNTESTED rows grouped by reason (stage) and cause."""
+    return rank_causes(df, results=(UNTESTED,))
