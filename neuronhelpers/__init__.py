@@ -20,17 +20,18 @@ Data flows one way, one subpackage per stage, each importing only those above it
     ui/        the explorer, plots, the Voila app                                            [01, 06]
     cli/       the ``neuronhelpers`` command and ``doctor``
 
-The names notebooks use are importable from here, so a lesson does not import internals (each is loaded on first
-use; ``import neuronhelpers`` stays light):
+The names notebooks use are importable from here, so a lesson imports internals only where it says why (notebook 03
+reads the recipe's own source). Each is loaded on first use; ``import neuronhelpers`` stays light:
 
     run_model, plan_run, summary_line, saved_output, render_run_py, recipe_params, render_requirements, plan_model,
-    plan_cores, per_rank_layout, resolve_model, build_twin, broken_twin, perturbed_twin, twin_spec,
-    architectures, verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, ranked_lines,
-    twin_agreement, agreement_line, trainium_agreement, trainium_agreement_line, load_results, verdicts_per_pair,
-    write_published_example, ran_on_labels,
-    diff_results, release_steps, release_changes, change_counts, check_expected, expected_frame, write_card, render_card, publish, sweep_models,
-    summary_frame, sweep_on_ray, FleetReport, explore, doctor, detect_backend, get_backend, hub_reachable,
-    hub_status_line, compiler_for, UserError, vocab, plots, settings
+    plan_cores, per_rank_layout, resolve_model, build_twin, broken_twin, perturbed_twin, twin_spec, architectures,
+    verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, ranked_lines, twin_agreement,
+    agreement_line, trainium_agreement, trainium_agreement_line, declared_vs_measured, disagreement_line,
+    load_results, version_pairs, select_pair, newest_per_model, verdicts_per_pair, write_published_example,
+    ran_on_labels, diff_results, release_steps, release_changes, change_counts, step_rows, VERDICT_CHANGES,
+    check_expected, expected_frame, write_card, render_card, publish, sweep_models, summary_frame, excluded_rows,
+    sweep_on_ray, FleetReport, explore, doctor, detect_backend, get_backend, hub_reachable, hub_status_line,
+    compiler_for, last_json_line, GiB, UserError, and the modules vocab, plots, settings, compile_cache
 
 No top-level name is the name of a subpackage (the sweep function is ``sweep_models``, beside ``sweep/``).
 """
@@ -69,6 +70,17 @@ EXPORTS = {
     "write_published_example": "neuronhelpers.store.example:write_published_example",
     "ran_on_labels": "neuronhelpers.store.schema:ran_on_labels",
     "load_results": "neuronhelpers.store.dataset:load_results",
+    "version_pairs": "neuronhelpers.store.dataset:version_pairs",
+    "select_pair": "neuronhelpers.store.dataset:select_pair",
+    "newest_per_model": "neuronhelpers.store.dataset:newest_per_model",
+    "step_rows": "neuronhelpers.store.diff:step_rows",
+    "VERDICT_CHANGES": "neuronhelpers.store.diff:VERDICT_CHANGES",
+    "last_json_line": "neuronhelpers.process.tree:last_json_line",
+    "GiB": "neuronhelpers.core.backends:GiB",
+    "excluded_rows": "neuronhelpers.sweep.local:excluded_rows",
+    "declared_vs_measured": "neuronhelpers.analysis.declared:declared_vs_measured",
+    "disagreement_line": "neuronhelpers.analysis.declared:disagreement_line",
+    "compile_cache": "neuronhelpers.run.compile_cache",
     "diff_results": "neuronhelpers.store.diff:diff_results",
     "release_steps": "neuronhelpers.store.diff:release_steps",
     "release_changes": "neuronhelpers.store.diff:release_changes",

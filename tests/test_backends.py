@@ -27,7 +27,8 @@ def test_a_neuron_run_py_uses_neuron_for_device_compiler_and_process_group():
 
 
 def test_cpu_and_cuda_run_py_compile_with_inductor_over_their_process_group_backends():
-    assert [(p["device"], p["compile_backend"], p["dist_backend"]) for p in map(_rendered_parameters, ("cpu", "cuda"))] \
+    assert [(p["device"], p["compile_backend"], p["dist_backend"])
+            for p in map(_rendered_parameters, ("cpu", "cuda"))] \
         == [("cpu", "inductor", "gloo"), ("cuda", "inductor", "nccl")]
 
 
@@ -88,5 +89,7 @@ def test_the_neuron_sdk_release_comes_from_the_environment_or_torch_neuronx(monk
     monkeypatch.delenv("NEURON_SDK_VERSION")
     monkeypatch.setattr(versions, "distribution_version", lambda name: "2.14.3.0" if name == "torch-neuronx" else None)
     assert versions.neuron_sdk_release() == "2.33.0"  # TorchNeuron 2.14.3 ships with Neuron 2.33.0
+    monkeypatch.setattr(versions, "distribution_version", lambda name: "2.14.3.1" if name == "torch-neuronx" else None)
+    assert versions.neuron_sdk_release() is None  # Neuron 2.34's release: not 2.33.0, and not guessed
     monkeypatch.setattr(versions, "distribution_version", lambda name: None)
     assert versions.neuron_sdk_release() is None

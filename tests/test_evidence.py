@@ -4,6 +4,7 @@ back to back, dynamo's own figures, the level of evidence, and transformers' dec
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -11,7 +12,6 @@ import pytest
 from conftest import result_row, run_cli
 from neuronhelpers.core import vocab
 from neuronhelpers.verdict.evidence import eager_word, evidence_level, speedup
-
 
 # ---- the level of evidence --------------------------------------------------------------------------------
 
@@ -55,16 +55,19 @@ def test_speedup_is_compiled_over_eager_from_one_rows_figures():
                                                                         "eager_decode_tokens_per_s": 3.0}) is None
 
 
-def test_eager_bounds_skip_sharded_runs_and_models_above_the_parameter_bound():
-    from neuronhelpers.recipes.scaffold import eager_not_tried
+def test_eager_bounds_skip_sharded_runs_and_models_above_the_parameter_bound(monkeypatch):
+    """The measuring's bounds (run.measure.eager_not_tried), read from the setting in the run's own process."""
+    from neuronhelpers.core import settings
+    from neuronhelpers.run.measure import eager_not_tried
 
-    params = {"cores": 4, "eager_max_parameters": 3_000_000_000}
-    assert eager_not_tried(params, True, 10).startswith("sharded over 4 ranks")
-    assert "8B parameters, above the 3B bound" in eager_not_tried({**params, "cores": 1}, False, 8_000_000_000)
-    assert "2M parameters, above the 1M bound" in eager_not_tried({"cores": 1, "eager_max_parameters": 10**6}, False,
-                                                                  2_000_000)
-    assert eager_not_tried({**params, "cores": 1}, False, 135_000_000) is None
-    assert "turned off" in eager_not_tried({"cores": 1, "eager_max_parameters": 0}, False, 10)
+    monkeypatch.setenv(settings.EAGER_MAX_ENV, "3e9")
+    assert eager_not_tried({"cores": 4}, True, 10).startswith("sharded over 4 ranks")
+    assert "8B parameters, above the 3B bound" in eager_not_tried({"cores": 1}, False, 8_000_000_000)
+    assert eager_not_tried({"cores": 1}, False, 135_000_000) is None
+    monkeypatch.setenv(settings.EAGER_MAX_ENV, str(10**6))
+    assert "2M parameters, above the 1M bound" in eager_not_tried({"cores": 1}, False, 2_000_000)
+    monkeypatch.setenv(settings.EAGER_MAX_ENV, "0")
+    assert "turned off" in eager_not_tried({"cores": 1}, False, 10)
 
 
 def test_a_bad_eager_bound_is_a_one_line_error(monkeypatch):
@@ -77,14 +80,13 @@ def test_a_bad_eager_bound_is_a_one_line_error(monkeypatch):
             settings.eager_max_parameters()
 
 
-def test_the_recipes_device_eager_words_are_the_vocabularys():
-    """run.py spells its words itself (self-contained): they must be the vocabulary's, or evidence_level misreads them."""
-    from neuronhelpers.recipes import render
+def test_the_measurings_device_eager_words_are_the_vocabularys():
+    """The measuring spells its words itself: they must be the vocabulary's, or evidence_level misreads them."""
+    from neuronhelpers.run import measure
 
-    for library in vocab.LIBRARIES:
-        text = render.template_text(library)
-        for word in ('"device_eager": f"not tried:', '"device_eager": f"failed:', '"device_eager": "ran"'):
-            assert word in text, (library, word)
+    text = Path(measure.__file__).read_text()
+    for word in ('"device_eager": f"not tried:', '"device_eager": f"failed:', '"device_eager": "ran"'):
+        assert word in text, word
     assert {eager_word(w) for w in ("ran", "failed: x", "not tried: y")} == set(vocab.DEVICE_EAGER)
 
 
@@ -102,8 +104,8 @@ def test_declared_fullgraph_is_read_from_the_installed_transformers_classes():
 
 
 def test_declared_vs_measured_counts_both_ways_of_disagreeing(tmp_path):
-    from neuronhelpers.store import dataset
     from neuronhelpers.analysis.declared import declared_vs_measured, disagreement_line
+    from neuronhelpers.store import dataset
 
     rows = [result_row("tiny/a", model_type="a", twin_of="a", declared_fullgraph=True),  # agree
             result_row("tiny/b", "FAIL", model_type="b", twin_of="b", declared_fullgraph=True),  # compile: disagree
@@ -157,6 +159,7 @@ def test_the_explorer_shows_and_filters_by_evidence():
 
 # ---- real runs --------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_compiled_pass_carries_its_eager_rate_speedup_and_graph_figures(tmp_path):
     """tiny/llama through the harness: the eager generate ran in the same process, its tokens equal the compiled ones,
     and the speed-up is exactly the ratio of the two recorded rates."""
@@ -170,6 +173,7 @@ def test_a_compiled_pass_carries_its_eager_rate_speedup_and_graph_figures(tmp_pa
     assert row["declared_fullgraph"] is True
 
 
+@pytest.mark.slow
 def test_a_compile_failure_says_the_device_ran_the_model_eagerly(tmp_path):
     """tiny/gemma2 fails at compile (the sliding-window recompile limit); run.py --eager then runs it on the device
     with the same static cache, so the row says the compiler is the obstacle, with dynamo's recompile count."""
@@ -182,10 +186,11 @@ def test_a_compile_failure_says_the_device_ran_the_model_eagerly(tmp_path):
     assert row["recompiles"] >= 8 and row["declared_fullgraph"] is True  # declared True, measured not
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["tiny/llama", "tiny/st-bert"])
-def test_run_py_eager_runs_the_model_on_the_device_with_nothing_compiled(tmp_path, model):
-    """`python3 run.py --eager` (what the harness runs after a compiled failure off CPU): ok, nothing compiled; a
-    text model writes its 32 tokens."""
+def test_the_measurings_eager_run_runs_the_model_on_the_device_with_nothing_compiled(tmp_path, model):
+    """`python -m neuronhelpers.run.measure run.py --eager` (what the harness runs after a compiled failure): the
+    file's own loader and call, ok with nothing compiled."""
     from neuronhelpers.core.backends import get_backend
     from neuronhelpers.models.resolve import resolve_model
     from neuronhelpers.recipes import render
@@ -193,8 +198,8 @@ def test_run_py_eager_runs_the_model_on_the_device_with_nothing_compiled(tmp_pat
     params = render.recipe_params(resolve_model(model), get_backend("cpu"))
     script = tmp_path / "run.py"
     script.write_text(render.render_run_py(params))
-    proc = subprocess.run([sys.executable, str(script), "--eager"], capture_output=True, text=True, timeout=600,
-                          cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "neuronhelpers.run.measure", str(script), "--eager"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     payload = json.loads(proc.stdout.strip().splitlines()[-1])
     assert payload["ok"] and payload["mode"] == "eager", payload.get("error")
-    assert model != "tiny/llama" or len(payload["tokens"]) == 32
+    assert payload["model_id"] == model and "dynamo" not in payload  # nothing compiled, nothing measured

@@ -47,14 +47,15 @@ def test_each_rank_of_a_sharded_neuron_run_gets_exactly_its_own_core(tmp_path, i
     """torch-neuronx's process group sets NEURON_RT_VISIBLE_CORES = str(local_rank) "only if user hasn't set it" and
     asserts "Attempted to have more than one device per process in distributed setup": a rank must never inherit the
     job's whole range. Its device index is the local rank (the process group calls
-    _set_local_device_start_index(local_rank)), so LOCAL_RANK is the rank and run.py places the rank on neuron:<rank>."""
+    _set_local_device_start_index(local_rank)), so LOCAL_RANK is the rank and run.py places the rank on
+    neuron:<rank>."""
     ns = _namespace(_rendered(tmp_path))
     inherited_env = {} if inherited is None else {"NEURON_RT_VISIBLE_CORES": inherited}
     envs = [ns["rank_environment"](rank, 2, 29500, "neuron", inherited_env) for rank in range(2)]
     assert [env["NEURON_RT_VISIBLE_CORES"] for env in envs] == expected
     assert [env["LOCAL_RANK"] for env in envs] == ["0", "1"] and {env["LOCAL_WORLD_SIZE"] for env in envs} == {"2"}
     source = _rendered(tmp_path).read_text()
-    assert 'device = f"{device}:{rank}"' in source  # device index = local rank, the rule the process group sets
+    assert "f\"{params['device']}:{rank}\"" in source  # device index = local rank, the rule the process group sets
 
 
 def test_a_slot_with_fewer_cores_than_ranks_is_refused_before_the_process_group(tmp_path):
@@ -105,8 +106,8 @@ def test_run_py_pins_eager_fallback_off_on_neuron(tmp_path, monkeypatch):
     assert ns["compile_options"]("inductor") is None
     from neuronhelpers.twins.tokenizers import text_tokenizer
 
-    params = {"compile_backend": "neuron"}
-    config = ns["compiled_generation_kwargs"](params, "neuron:0", text_tokenizer(), 32)["compile_config"]
+    params = {"compile_backend": "neuron", "max_new_tokens": 32}
+    config = ns["compiled_generation_kwargs"](params, "neuron:0", text_tokenizer())["compile_config"]
     assert (config.backend, config.fullgraph, config.dynamic, config.options) == ("neuron", True, False,
                                                                                   {"fallback_execution": False})
     main = next(n for n in ast.walk(ast.parse(_rendered(tmp_path).read_text()))
@@ -125,13 +126,17 @@ def test_every_library_recipe_compiles_with_the_pinned_options(tmp_path, library
 def test_a_torch_neuronx_exception_is_classified_by_the_stage_it_happened_in():
     """The Neuron runtime and compiler raise from the same package: an error while generating (after the compiled
     first call) is a run failure, not a compile failure."""
-    from neuronhelpers.recipes.scaffold import failure_stage
+    from neuronhelpers.recipes.scaffold import failed
+
+    def stage(exc, at):
+        return failed(exc, at, {})["stage"]
 
     NeuronError = type("NeuronRuntimeError", (RuntimeError,), {"__module__": "torch_neuronx.runtime"})
-    assert failure_stage(NeuronError("nrt_execute failed"), "run") == "run"
-    assert failure_stage(NeuronError("neuronx-cc failed"), "compile") == "compile"
+    assert stage(NeuronError("nrt_execute failed"), "run") == "run"
+    assert stage(NeuronError("neuronx-cc failed"), "compile") == "compile"
     Dynamo = type("Unsupported", (RuntimeError,), {"__module__": "torch._dynamo.exc"})
-    assert failure_stage(Dynamo("graph break"), "run") == "compile"  # a recompile while generating is still compile
+    assert stage(Dynamo("graph break"), "run") == "compile"  # a recompile while generating is still compile
+    assert stage(RuntimeError("HBM out of memory"), "run") == "oom"
 
 
 def _devices(tmp_path: Path, chips: int) -> Path:
@@ -143,7 +148,8 @@ def _devices(tmp_path: Path, chips: int) -> Path:
     return dev
 
 
-@pytest.mark.parametrize("chips, lnc, cores, gib", [(16, "2", 64, 24), (1, "2", 4, 24), (1, "1", 8, 12), (0, "", 0, 24)])
+@pytest.mark.parametrize("chips, lnc, cores, gib",
+                         [(16, "2", 64, 24), (1, "2", 4, 24), (1, "1", 8, 12), (0, "", 0, 24)])
 def test_presence_chips_and_cores_come_from_the_device_files_and_the_lnc_setting(tmp_path, chips, lnc, cores, gib):
     """"By default, Neuron Runtime initializes all the cores present in the system and reserves them for the current
     process": a launching process counts /dev/neuron* (one per chip) instead. A trn2.48xlarge has 16 chips and 64
@@ -175,7 +181,8 @@ def test_a_launching_process_never_imports_torch_neuronx(tmp_path):
         import sys
         print("clean", planned.plan.cores, "torch_neuronx" in sys.modules)
     """)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "trip"), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "trip"), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split()[-3:] == ["clean", "1", "False"]

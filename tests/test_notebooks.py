@@ -17,31 +17,41 @@ EXECUTED = ROOT / "build" / "executed"
 
 # What each lesson claims, read from its variables after it ran.
 PROBES = {
-    "01": """{"classic_rows": int((df.model_id == model).sum()), "classic_results": sorted(set(df[df.model_id == model].result)),
-             "model": model, "run_py_lines": len(run_py_lines), "pairs": len(dataset.version_pairs(df)), "kept": len(kept), "demo_rows": len(frames[0]),
+    "01": """{"classic_rows": int((df.model_id == model).sum()),
+             "classic_results": sorted(set(df[df.model_id == model].result)),
+             "model": model, "run_py_lines": len(run_py_lines), "pairs": len(version_pairs(df)),
+             "kept": len(kept), "demo_rows": len(frames[0]),
              "warnings": [str(w.message) for w in caught], "step": step.label(), "ex1": exercise_1, "ex2": exercise_2,
              "published": [len(published_df), sorted(set(published_df.backend)), sorted(set(published_view["ran on"])),
                            published_view["peak memory (GiB)"].max(), int(published_df.tp.max()),
                            sorted(set(published_df.result.dropna()))]}""",
-    "02": """{"result": row["result"], "verification": row["verification"], "equal": row["tokens"] == row["reference_tokens"],
+    "02": """{"result": row["result"], "verification": row["verification"],
+             "equal": row["tokens"] == row["reference_tokens"],
              "cold_compile": row["compile_s"], "warm_compile": warm["compile_s"], "warm_hit": bool(warm["cache_hit"]),
              "embedding": [embedding["result"], embedding["library"], embedding["model_id"], embedding["weights"]],
              "image": [image_row["result"], image_row["library"]],
              "real": real and [real["result"], real["verification"], real["model_id"], real["weights"], real["text"]],
-             "replayed": replayed["tokens"] == row["tokens"], "doctor": doctor_status, "ex1": exercise_1, "ex2": exercise_2}""",
+             "replayed": replayed["tokens"] == row["tokens"], "doctor": doctor_status, "ex1": exercise_1,
+             "ex2": exercise_2}""",
     "03": """{"rows": {name: [r["result"], r["verification"], r["parallelism"], r["neuron_cores"],
                               r["tokens"] == r["reference_tokens"]] for name, r in rows.items()},
-             "real_plan": [real_plan.cores, real_plan.parallelism], "gated_plan": [gated_plan.cores, gated_plan.parallelism],
+             "real_plan": [real_plan.cores, real_plan.parallelism],
+             "gated_plan": [gated_plan.cores, gated_plan.parallelism],
              "doctor": doctor_status, "ex1": exercise_1, "ex2": exercise_2}""",
     "04": """{**{kind: [r["result"], r["stage"], r["cause"]] for kind, r in rows.items()},
-             "untested": [untested["result"], untested["stage"]], "work_in_repo": str(work).startswith(str(Path.cwd().parent)),
-             "judge": judge.name, "judged": judged, "real_vs_twin": side_by_side.values.tolist(), "tables": [kind for kind, _ in tables],
+             "untested": [untested["result"], untested["stage"]],
+             "work_in_repo": str(work).startswith(str(Path.cwd().parent)),
+             "judge": judge.name, "judged": judged, "real_vs_twin": side_by_side.values.tolist(),
+             "tables": [kind for kind, _ in tables],
              "from_catalog": {s: [r.result, r.stage, r.cause] for s, r in from_catalog.items()},
-             "margins": [[r.get("result"), r.get("verification") or r.get("stage"), r.get("divergence_margin"), r.get("dtype")]
+             "margins": [[r.get("result"), r.get("verification") or r.get("stage"), r.get("divergence_margin"),
+             r.get("dtype")]
                          for r in margin_rows],
-             "evidence": {k: [r["result"], r["stage"], r["evidence"], r["device_eager"]] for k, r in evidence_rows.items()},
+             "evidence": {k: [r["result"], r["stage"], r["evidence"], r["device_eager"]]
+             for k, r in evidence_rows.items()},
              "dependency": [dependency.result, dependency.stage, dependency.cause],
-             "excluded": {r["model_id"]: [r["result"], r["error"]] for r in excluded}, "ex1": exercise_1, "ex2": exercise_2}""",
+             "excluded": {r["model_id"]: [r["result"], r["error"]] for r in excluded}, "ex1": exercise_1,
+             "ex2": exercise_2}""",
     "05": """{"release_rows": [r["result"] for r in rows], "changes": sorted(set(changes.change.astype(str))),
              "gate_problems": len(problems), "release_in_repo": str(release).startswith(str(Path.cwd().parent)),
              "step": step.label(), "synced": [copied, same], "files": files, "ex1": exercise_1, "ex2": exercise_2}""",
@@ -67,7 +77,7 @@ def test_notebook_is_stripped_follows_the_template_and_narrates_every_code_cell(
     for heading in ("## Overview", "## Prerequisites", "## Summary", "## What's next"):
         assert heading in markdown, heading
     assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in code), "needs a papermill parameters cell"
-    for before, cell in zip(cells, cells[1:]):
+    for before, cell in zip(cells, cells[1:], strict=False):
         if cell["cell_type"] != "code":
             continue
         text = "".join(before["source"]) if before["cell_type"] == "markdown" else ""
@@ -107,6 +117,7 @@ def run_notebook(path, tmp_path):
     return lesson, text, kinds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
     lesson, text, kinds = run_notebook(path, tmp_path)
@@ -118,11 +129,13 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         assert lesson["model"] == "tiny/llama"  # the parameter, which every pair of the catalog holds
         assert lesson["run_py_lines"] > 100 and "PARAMS = {" in text  # a row's own run.py, pulled out of the row
         # a damaged file is named and skipped, another tool's file is read: nothing recorded is lost
-        assert lesson["kept"] == lesson["demo_rows"] + 1 and any("half-written.parquet" in w for w in lesson["warnings"])
+        assert lesson["kept"] == lesson["demo_rows"] + 1 and any(
+            "half-written.parquet" in w for w in lesson["warnings"])
         assert lesson["step"].startswith("transformers ") and " on inductor " in lesson["step"]
         ex1, ex2 = lesson["ex1"], lesson["ex2"]
         assert ex1["PASS"] > 40 and ex1["FAIL"] > 5 and ex1["UNTESTED"] >= 0, ex1
-        assert ex2["step"].startswith("inductor 2.13.0 -> 2.14.1") and ex2["untested_older"] > ex2["untested_newer"], ex2
+        assert ex2["step"].startswith("inductor 2.13.0 -> 2.14.1") and (
+            ex2["untested_older"] > ex2["untested_newer"]), ex2
         assert ex2["top_reason"].startswith("[dependency]") and "torchvision" in ex2["top_reason"], ex2
         assert "np.int64" not in text
         # the published layout read whole (offline: the made-up example, which says so)
@@ -145,7 +158,8 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         assert ex1["cause"].startswith("recompile limit") and ex1["device_eager"] == "ran"
         assert ex1["evidence"] == "compiled_failed_eager_ran"
         ex2 = lesson["ex2"]
-        assert ex2["reference_ok"] and ex2["reference_equals_row"] and ex2["verification"] == ex2["row_verification"] == "exact"
+        assert ex2["reference_ok"] and ex2["reference_equals_row"] and (
+            ex2["verification"] == ex2["row_verification"] == "exact")
     elif number == "03":
         (dense, moe) = lesson["rows"].values()
         assert dense[:5] == ["PASS", "exact", "tp", 2, True], dense
@@ -165,7 +179,8 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         assert {("PASS", "near_tie"), ("FAIL", "mismatch")} <= drawn and "image/png" in kinds
         live = lesson["evidence"]["live"]
         assert live[:2] == ["FAIL", "compile"] and live[2].startswith("compiled_failed_eager") and live[3]
-        assert lesson["dependency"][:2] == ["UNTESTED", "dependency"] and lesson["dependency"][2].startswith("missing package: ")
+        assert lesson["dependency"][:2] == ["UNTESTED", "dependency"] and lesson["dependency"][2].startswith(
+            "missing package: ")
         assert "deepseek-ai/DeepSeek-V3" in lesson["excluded"]
         assert all(r == "EXCLUDED" and e for r, e in lesson["excluded"].values())
         assert lesson["ex1"] == {"a": "exact", "b": "near_tie", "c": "mismatch", "margin": 0.15}
@@ -181,9 +196,12 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         assert set(lesson["release_rows"]) == {"PASS"} and not lesson["release_in_repo"]
         assert {"regressed", "improved", "new cause"} & set(lesson["changes"]) and lesson["gate_problems"] > 0
         assert "would upload" in text and "_version_" not in text and "np.int64" not in text
-        assert lesson["step"].startswith("transformers ") and lesson["files"] > 0 and lesson["synced"][0] == lesson["files"]
-        assert lesson["ex1"]["problems"] == ["tiny/qwen2: IMPROVED: expected FAIL (compile), now PASS: update the expected file"]
-        assert lesson["ex2"]["step"].startswith("inductor ") and "regressed" not in lesson["ex2"]["verdicts"], lesson["ex2"]
+        assert lesson["step"].startswith("transformers ") and lesson["files"] > 0 and (
+            lesson["synced"][0] == lesson["files"])
+        assert lesson["ex1"]["problems"] == ["tiny/qwen2: IMPROVED: expected FAIL (compile), now PASS: update the "
+                                             "expected file"]
+        assert lesson["ex2"]["step"].startswith("inductor ") and (
+            "regressed" not in lesson["ex2"]["verdicts"]), lesson["ex2"]
         assert lesson["ex2"]["verdicts"].get("verdict reached", 0) > 10
         assert "image/png" in kinds  # the verdicts per release pair
     elif number == "06":

@@ -4,11 +4,11 @@ import pytest
 import transformers
 from packaging.version import Version
 
-from neuronhelpers.twins import build as twins
 from neuronhelpers.core.backends import GiB, get_backend
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.models.resolve import resolve_model
 from neuronhelpers.plan.cores import estimate_parameters, plan_cores, plan_model, safetensors_parameters
+from neuronhelpers.twins import build
 
 TRN2_CORE = 24 * GiB
 
@@ -88,7 +88,7 @@ def test_the_cpu_budget_is_configurable(monkeypatch):
 
 
 def test_weights_are_read_from_safetensors_headers():
-    path = twins.build_twin("llama")
+    path = build.build_twin("llama")
     import safetensors.torch
 
     tensors = safetensors.torch.load_file(path / "model.safetensors")
@@ -100,8 +100,8 @@ def test_weights_are_read_from_safetensors_headers():
 def test_forcing_cores_checks_the_split():
     ref = resolve_model("tiny/gpt2")
     with pytest.raises(UserError, match="--cores 2: no tensor-parallel plan"):
-        plan_model(ref, get_backend("cpu"), forced=2)
+        plan_model(ref, get_backend("cpu"), cores=2)
     with pytest.raises(UserError, match="--cores 3: choose one of 1, 2, 4, 8, 16"):
-        plan_model(resolve_model("tiny/llama"), get_backend("cpu"), forced=3)
-    forced = plan_model(resolve_model("tiny/llama"), get_backend("cpu"), forced=2)
+        plan_model(resolve_model("tiny/llama"), get_backend("cpu"), cores=3)
+    forced = plan_model(resolve_model("tiny/llama"), get_backend("cpu"), cores=2)
     assert (forced.cores, forced.parallelism) == (2, "tp")

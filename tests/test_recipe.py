@@ -6,9 +6,10 @@ import sys
 import pytest
 
 from conftest import imported_modules
-from neuronhelpers.recipes import render
 from neuronhelpers.core.backends import get_backend
+from neuronhelpers.core.protocol import MAX_NEW_TOKENS
 from neuronhelpers.models.resolve import ModelRef
+from neuronhelpers.recipes import render
 
 TEXT = ModelRef("tiny/qwen3", "/twins/qwen3", "text-generation", "qwen3", twin_of="qwen3")
 VLM = ModelRef("tiny/llava", "/twins/llava", "image-text-to-text", "llava", twin_of="llava")
@@ -63,11 +64,14 @@ def test_on_neuron_peak_memory_is_read_from_the_neuron_allocator_after_a_sync(mo
     assert calls == [("synchronize", "neuron:1"), ("max", "neuron:1")]  # synchronised first: pending work counts
 
 
-def test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_fullgraph_compile(monkeypatch):
-    """The recipe's protocol, observed on a real twin: what generate() was asked for, and what it returned."""
+@pytest.mark.slow
+def test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_fullgraph_compile(monkeypatch, tmp_path):
+    """The recipe's protocol with the measuring around it, observed on a real twin: what generate() was asked for
+    (cold and warm compiled, then the eager comparison's calls), and what it returned."""
     import transformers
 
     from neuronhelpers.models.resolve import resolve_model
+    from neuronhelpers.run import measure
 
     seen = []
     real_generate = transformers.GenerationMixin.generate
@@ -78,26 +82,53 @@ def test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_ful
 
     monkeypatch.setattr(transformers.GenerationMixin, "generate", recording_generate)
     params = render.recipe_params(resolve_model("tiny/qwen3"), get_backend("cpu"))
-    result = rendered_namespace(params)["device_run"](params)
+    (tmp_path / "run.py").write_text(render.render_run_py(params))
+    run_py = measure.load_run_py(str(tmp_path / "run.py"))
+    measure.instrument(run_py, params, sharded=False)
+    result = run_py.device_run(params)
     assert result["ok"], result.get("error")
     # cold and warm compiled, then the same call eagerly (disable_compile) for the speed-up, in the same process:
-    # where the warm call is quick, three eager calls alternate with compiled ones
-    rounds = 3 if result["timings"]["generate_s"] < 2.0 else 1
-    assert len(result["tokens"]) == 32 and result["warm_equals_cold"]
-    assert [kwargs.get("disable_compile", False) for kwargs in seen] == [False, False] + [True, False] * (rounds - 1) + [True]
+    # where the warm call is quick, eager calls alternate with compiled ones
+    rounds = measure.TIMING_ROUNDS if result["timings"]["generate_s"] < measure.QUICK_CALL_S else 1
+    assert len(result["tokens"]) == params["max_new_tokens"] and result["warm_equals_cold"]
+    eager_after_warm = [True, False] * (rounds - 1) + [True]
+    assert [kwargs.get("disable_compile", False) for kwargs in seen] == [False, False] + eager_after_warm
     assert result["eager"]["device_eager"] == "ran" and result["eager"]["eager_equals_compiled"]
     for kwargs in seen:
         config = kwargs["compile_config"]
         assert kwargs["cache_implementation"] == "static"
         assert (config.fullgraph, config.dynamic, config.mode, config.backend) == (True, False, "default", "inductor")
-        assert kwargs["do_sample"] is False and kwargs["max_new_tokens"] == kwargs["min_new_tokens"] == 32
+        assert kwargs["do_sample"] is False and kwargs["max_new_tokens"] == kwargs["min_new_tokens"] == MAX_NEW_TOKENS
     assert result["retraced"] is True  # a cold process traced the model
+    timings = result["timings"]
+    assert timings["compile_s"] == pytest.approx(timings["first_call_s"] - timings["generate_s"])  # cold minus warm
+
+
+@pytest.mark.slow
+def test_run_py_alone_prints_the_text_then_one_json_line_with_the_recipes_figures_only(tmp_path):
+    """`python3 run.py` as a user runs it: the recipe's own result (tokens, timings, peak memory), the text printed
+    before the JSON line, none of the measuring's figures."""
+    import json
+    import subprocess
+
+    from neuronhelpers.models.resolve import resolve_model
+
+    params = render.recipe_params(resolve_model("tiny/llama"), get_backend("cpu"))
+    (tmp_path / "run.py").write_text(render.render_run_py(params))
+    proc = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    result = json.loads(lines[-1])
+    assert proc.returncode == 0 and result["ok"], result.get("error")
+    assert result["text"] in proc.stdout[: proc.stdout.rindex(lines[-1])]  # printed for a person first
+    assert len(result["tokens"]) == MAX_NEW_TOKENS and result["peak_memory_bytes"] > 0
+    assert set(result["timings"]) == {"load_s", "first_call_s", "generate_s", "compile_s"}
+    assert not {"dynamo", "eager", "recompile_reasons", "compile_cache"} & set(result)
 
 
 def test_run_py_reads_top_down_parameters_main_device_run_loading_reference_launcher_helpers():
     text = render.render_run_py(render.recipe_params(TEXT, get_backend("cpu")))
-    order = [text.index(marker) for marker in ("PARAMS = {", "def main(", "def device_run(", "def load(",
-                                               "def reference_run(", "def sharded_run(", "def emit(")]
+    order = [text.index(marker) for marker in ("PARAMS = {", "def main(", "def pin_neuron_contract(", "def device_run(",
+                                               "def load(", "def reference_run(", "def sharded_run(", "def emit(")]
     assert order == sorted(order)
     assert "render: drop" not in text and "from .scaffold" not in text
 

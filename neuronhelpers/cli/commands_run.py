@@ -1,4 +1,5 @@
-"""The commands that run models: ``run``, ``plan``, ``render``, ``sweep``, ``demo``, ``twins``, ``checkpoints`` and ``cache``.
+"""The commands that run models: ``run``, ``plan``, ``render``, ``sweep``, ``demo``, ``twins``, ``checkpoints`` and
+``cache``.
 
 Each takes the parsed arguments and returns the exit status; the parser is ``cli/main.py``.
 """
@@ -41,7 +42,7 @@ def cmd_plan(args) -> int:
     ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code)
     backend = get_backend(args.backend)
     print(f"{ref.model_id} on {backend.name}:")
-    print(plan_model(ref, backend, dtype=args.dtype, forced=args.cores).describe())
+    print(plan_model(ref, backend, dtype=args.dtype, cores=args.cores).describe())
     return 0
 
 
@@ -56,7 +57,7 @@ def cmd_render(args) -> int:
     if args.requirements:
         print(render_requirements(backend, ref.task), end="")
         return 0
-    plan = plan_model(ref, backend, dtype=args.dtype, forced=args.cores)
+    plan = plan_model(ref, backend, dtype=args.dtype, cores=args.cores)
     if plan.excluded:
         raise UserError(f"{ref.model_id} is not run: {plan.excluded}")
     print(render_run_py(recipe_params(ref, backend, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
@@ -116,10 +117,12 @@ def _sweep_and_summarise(models: list[str], args, include_excluded: bool) -> int
 
         import_ray()  # without Ray: one line that says how to install it, before anything is planned
         if args.jobs != 1:
-            raise UserError("--jobs does not apply with --ray: the cluster's free cores decide how many models run at once")
+            raise UserError("--jobs does not apply with --ray: the cluster's free cores decide how many "
+                            "models run at once")
     backend = get_backend(args.backend)
     where = f" on the Ray cluster '{ray_address}'" if ray_address else ""
-    print(f"sweeping {len(models)} models on backend '{backend.name}'{where} into {args.out}/ (32 greedy tokens each, verified)")
+    print(f"sweeping {len(models)} models on backend '{backend.name}'{where} into {args.out}/ (32 greedy tokens "
+          "each, verified)")
     rows = _sweep(models, args, backend, include_excluded)
     _summarise(models, rows, args, backend, include_excluded)
     return 0
@@ -168,9 +171,9 @@ def cmd_demo(args) -> int:
 
 def cmd_twins(args) -> int:
     """Every architecture of the installed transformers and whether its twin builds (--all builds them)."""
-    from neuronhelpers.twins import build as twins
+    from neuronhelpers.twins import build
 
-    specs = twins.architectures(args.task)
+    specs = build.architectures(args.task)
     counts = {"builds": 0, "unavailable": 0, "not built yet": 0}
     bar = None
     if args.all and not args.no_progress:
@@ -179,9 +182,9 @@ def cmd_twins(args) -> int:
         bar = tqdm(total=len(specs), desc="twins", unit="twins", dynamic_ncols=True, file=sys.stderr)
     for spec in specs:
         try:
-            folder = twins.build_twin(spec.key) if args.all else twins.known_twin(spec)
+            folder = build.build_twin(spec.key) if args.all else build.known_twin(spec)
             status, detail = ("builds", str(folder)) if folder else ("not built yet", "")
-        except twins.TwinUnavailable as exc:
+        except build.TwinUnavailable as exc:
             status, detail = "unavailable", f"[{exc.stage}] {exc.reason}"
         counts[status] += 1
         line = f"{spec.model_id:34s} {spec.task:20s} {status:13s} {detail}"
@@ -201,8 +204,15 @@ def cmd_cache(args) -> int:
     from neuronhelpers.core.errors import UserError
     from neuronhelpers.core.settings import DEFAULT_CACHE_BUCKET
     from neuronhelpers.core.versions import compiler_for
-    from neuronhelpers.run.compile_cache import (NEURON_ONLY, cache_dir, current_key, publish_cache, sync_cache,
-                                                 sync_command, wanted_key)
+    from neuronhelpers.run.compile_cache import (
+        NEURON_ONLY,
+        cache_dir,
+        current_key,
+        publish_cache,
+        sync_cache,
+        sync_command,
+        wanted_key,
+    )
 
     backend = get_backend(args.backend)
     if args.action == "sync" and not args.location and backend.name != "neuron":

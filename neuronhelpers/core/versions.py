@@ -8,10 +8,15 @@ from __future__ import annotations
 import platform
 from importlib import metadata
 
-from neuronhelpers.core.vocab import TRANSFORMERS
 from neuronhelpers.core.backends import Backend
+from neuronhelpers.core.vocab import TRANSFORMERS
 
-__version__ = "0.2.0"  # neuronhelpers' own version, the one source: pyproject reads it, every row records it
+__version__ = "0.2.0"  # neuronhelpers' own version, the one source: pyproject reads it
+
+# The version of the measuring around run.py (neuronhelpers/run/measure.py), the rows' harness_version: bumped when
+# that file changes (tests/test_measure.py fails until it is), never by a change to the recipe, which a row
+# identifies by its run.py's text. 0.2.0 was the package version, when run.py held the measuring itself.
+MEASURING_VERSION = "0.3.0"
 
 NEURON_COMPILER = "neuronx-cc"  # the compiler on Trainium (its distribution's name, as rows record it)
 
@@ -41,7 +46,8 @@ def installed_packages() -> str:
 
 
 def compiler_for(backend: Backend) -> tuple[str, str | None]:
-    """(compiler, version) that compiles graphs on this backend: neuronx-cc on Trainium, inductor (torch's) elsewhere."""
+    """(compiler, version) that compiles graphs on this backend: neuronx-cc on Trainium, inductor (torch's)
+    elsewhere."""
     if backend.name == "neuron":
         return NEURON_COMPILER, distribution_version(NEURON_COMPILER)
     torch = distribution_version("torch")
@@ -54,8 +60,11 @@ def library_version(library: str = TRANSFORMERS) -> str | None:
 
 
 # The Neuron SDK release that ships each torch-neuronx (TorchNeuron) release, from the Neuron release notes
-# ("Neuron Component Release Notes"): TorchNeuron 2.14.3.0 and 2.13.3.0 are Neuron 2.33.0.
-TORCH_NEURONX_SDK = {"2.14.3": "2.33.0", "2.13.3": "2.33.0"}
+# ("Neuron Component Release Notes"): TorchNeuron 2.14.3.0 and 2.13.3.0 are Neuron 2.33.0. Keyed by the whole
+# version: Neuron 2.34 (2026-11-30) ships a fourth-component release (its TorchAO Neuron page requires "Neuron SDK
+# 2.34 / PyTorch 2.14.0 / torch-neuronx 2.14.3.1"), so three components would misname it 2.33.0. A release not
+# listed here is not guessed: NEURON_SDK_VERSION names it.
+TORCH_NEURONX_SDK = {"2.14.3.0": "2.33.0", "2.13.3.0": "2.33.0"}
 
 
 def neuron_sdk_release() -> str | None:
@@ -69,7 +78,7 @@ def neuron_sdk_release() -> str | None:
     installed = distribution_version("torch-neuronx")
     if not installed:
         return None
-    release = ".".join(installed.split("+")[0].split(".")[:3])
+    release = ".".join((installed.split("+")[0].split(".") + ["0"])[:4])  # "2.14.3" reads as 2.14.3.0
     return TORCH_NEURONX_SDK.get(release)
 
 

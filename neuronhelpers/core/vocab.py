@@ -49,13 +49,14 @@ STAGE_TIMEOUT = "timeout"
 STAGE_MISMATCH = "mismatch"
 STAGE_REFERENCE = "reference"
 STAGES = {
-    STAGE_LOAD: "from_pretrained of the model, tokenizer or processor failed, or the checkpoint could not be placed on the device.",
+    STAGE_LOAD: "from_pretrained of the model, tokenizer or processor failed, or the checkpoint could not be placed on "
+    "the device.",
     STAGE_COMPILE: "torch.compile with the backend's compiler failed while tracing or compiling the forward pass.",
     STAGE_RUN: "The compiled model failed while generating, or the process crashed (e.g. a segmentation fault).",
     STAGE_OOM: "The run exhausted device or host memory.",
     STAGE_TIMEOUT: "The run did not finish within its time limit and was stopped.",
-    STAGE_MISMATCH: "The outputs differ from the CPU reference beyond what the check allows: generated tokens at a position "
-    "where the reference was not near a tie, or embeddings / an image beyond the dtype's tolerance.",
+    STAGE_MISMATCH: "The outputs differ from the CPU reference beyond what the check allows: generated tokens at a "
+    "position where the reference was not near a tie, or embeddings / an image beyond the dtype's tolerance.",
     STAGE_REFERENCE: "The CPU eager reference run itself failed; the model's device run is not blamed.",
 }
 
@@ -68,9 +69,9 @@ UNTESTED_STAGES = {
     "its processor cannot be built offline, it is not a text model despite the mapping, ...).",
     UNTESTED_DEPENDENCY: "The model needs a package that is not installed where the test ran (the error names it); "
     "install it and run again.",
-    UNTESTED_INFRASTRUCTURE: "The machines running the test failed it: a worker node or process died repeatedly, or no node of "
-    "the cluster has the cores its plan needs; the model itself never reported a result, and the next sweep runs it "
-    "again.",
+    UNTESTED_INFRASTRUCTURE: "The machines running the test failed it: a worker node or process died repeatedly, or "
+    "no node of the cluster has the cores its plan needs; the model itself never reported a result, and the next "
+    "sweep runs it again.",
 }
 
 # Verification: how a PASS was established.
@@ -100,8 +101,10 @@ DEVICE_EAGER_FAILED = "failed"
 DEVICE_EAGER_NOT_TRIED = "not tried"
 DEVICE_EAGER = {
     DEVICE_EAGER_RAN: "The model ran eagerly on the device the compiled run used: beside a PASS, the run the speed-up "
-    "is measured against (same process, same inputs and cache, back to back; where a call takes under 2 s, three eager calls alternate with compiled ones and each side keeps its best decode rate); beside a FAIL, proof that the device "
-    "can run the model and the compiler is the obstacle. After a failure it is a fresh `run.py --eager` with the recipe's static cache (on CPU too: the CPU reference uses a dynamic cache).",
+    "is measured against (same process, same inputs and cache, back to back; where a call takes under 2 s, three eager "
+    "calls alternate with compiled ones and each side keeps its best decode rate); beside a FAIL, proof that the "
+    "device can run the model and the compiler is the obstacle. After a failure it is a fresh process that loads "
+    "run.py's model and runs it with the recipe's static cache (on CPU too: the CPU reference uses a dynamic cache).",
     DEVICE_EAGER_FAILED: "The model failed eagerly on the device too (the reason follows): not only the compiler.",
     DEVICE_EAGER_NOT_TRIED: "No eager run (the reason follows): sharded runs, models above the parameter bound, and "
     "runs that timed out are not given one.",
@@ -143,7 +146,8 @@ TENSOR_AND_EXPERT_PARALLEL = "tp+ep"
 PARALLELISMS = {
     NO_PARALLELISM: "The whole model on one core.",
     TENSOR_PARALLEL: "Tensor parallelism: each layer's weights split over the cores (transformers' TP plan).",
-    EXPERT_PARALLEL: "Expert parallelism: a mixture-of-experts model's experts spread over the cores, the rest replicated.",
+    EXPERT_PARALLEL: "Expert parallelism: a mixture-of-experts model's experts spread over the cores, the rest "
+    "replicated.",
     TENSOR_AND_EXPERT_PARALLEL: "Both: attention split by its TP plan and the experts spread over the same cores.",
 }
 
@@ -216,7 +220,8 @@ class VocabularyError(ValueError):
 
 
 def check_value(kind: str, value) -> None:
-    """Raise VocabularyError naming the value when it is not in the vocabulary (None is allowed for all but the result)."""
+    """Raise VocabularyError naming the value when it is not in the vocabulary (None is allowed for all but the
+    result)."""
     table = {"result": RESULTS, "stage": {**STAGES, **UNTESTED_STAGES}, "verification": VERIFICATIONS,
              "parallelism": PARALLELISMS, "library": LIBRARIES, "task": TASKS, "evidence": EVIDENCE}[kind]
     if value is None and kind != "result":

@@ -20,9 +20,8 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neuronhelpers.core import vocab
-from neuronhelpers.core.backends import GiB, Backend
-from neuronhelpers.core import settings
+from neuronhelpers.core import settings, vocab
+from neuronhelpers.core.backends import Backend, GiB
 from neuronhelpers.core.errors import UserError
 
 CORE_COUNTS = (1, 2, 4, 8, 16)
@@ -143,7 +142,8 @@ def _safetensors_headers(paths: list[Path]) -> int:
         with open(path, "rb") as handle:
             (length,) = struct.unpack("<Q", handle.read(8))
             header = json.loads(handle.read(length))
-        total += sum(math.prod(info["shape"]) if info["shape"] else 1 for name, info in header.items() if name != "__metadata__")
+        total += sum(math.prod(info["shape"]) if info["shape"] else 1
+                     for name, info in header.items() if name != "__metadata__")
     return total
 
 
@@ -187,7 +187,7 @@ def hub_pipeline_parameters(repo_id: str, parts: list[str]) -> int | None:
             for name in one_variant(inside):
                 total += sum(api.parse_safetensors_file_metadata(repo_id, name).parameter_count.values())
         return total or None
-    except Exception:  # offline, gated, no safetensors
+    except Exception:  # noqa: BLE001 - offline, gated, no safetensors
         return None
 
 
@@ -202,7 +202,7 @@ def hub_parameters(repo_id: str) -> int | None:
 
         meta = get_safetensors_metadata(repo_id)
         return int(sum(meta.parameter_count.values()))
-    except Exception:  # offline, gated, no safetensors: fall back to the config
+    except Exception:  # noqa: BLE001 - offline, gated, no safetensors: fall back to the config
         return None
 
 
@@ -232,11 +232,13 @@ def splits(config, cores: int) -> tuple[str | None, str]:
     kv_heads = getattr(text, "num_key_value_heads", None) or heads
     if has_tp:
         if heads % cores or kv_heads % cores:
-            return None, f"TP over {cores}: {heads} attention heads / {kv_heads} key-value heads are not divisible by {cores}"
+            return None, (f"TP over {cores}: {heads} attention heads / {kv_heads} key-value heads are not "
+                          f"divisible by {cores}")
         if experts:
             if experts % cores:
                 return None, f"TP+EP over {cores}: {experts} experts are not divisible by {cores}"
-            return vocab.TENSOR_AND_EXPERT_PARALLEL, f"TP+EP over {cores}: {heads} heads, {kv_heads} kv heads and {experts} experts divide evenly"
+            return vocab.TENSOR_AND_EXPERT_PARALLEL, (f"TP+EP over {cores}: {heads} heads, {kv_heads} kv heads and "
+                                                      f"{experts} experts divide evenly")
         return vocab.TENSOR_PARALLEL, f"TP over {cores}: {heads} heads and {kv_heads} kv heads divide evenly"
     if experts:  # no TP plan: the experts alone are split
         if experts % cores:
@@ -252,9 +254,10 @@ def _count(n: int) -> str:
     return str(n)
 
 
-def plan_cores(config, parameters: int, *, dtype: str, core_memory: int, forced: int | None = None,
+def plan_cores(config, parameters: int, *, dtype: str, core_memory: int, cores: int | None = None,
                source: str = "given") -> Plan:
-    """Decide the core count and parallelism for a model of ``parameters`` parameters in ``dtype``."""
+    """Decide the core count and parallelism for a model of ``parameters`` parameters in ``dtype`` (``cores``: the
+    count asked for with --cores, else the planner's)."""
     weight_bytes = parameters * DTYPE_BYTES[dtype]
     usable = int(core_memory * (1 - HEADROOM))
     needed = max(1, math.ceil(weight_bytes / usable))
@@ -263,36 +266,36 @@ def plan_cores(config, parameters: int, *, dtype: str, core_memory: int, forced:
                         f"{weight_bytes / GiB:.2f} GiB ({source})")
     plan.reasons.append(f"per core: {core_memory / GiB:.0f} GiB, of which {usable / GiB:.1f} GiB for weights "
                         f"({HEADROOM:.0%} kept for KV cache and activations) -> at least {needed} core(s)")
-    if forced is not None:
-        if forced not in CORE_COUNTS:
-            raise UserError(f"--cores {forced}: choose one of {', '.join(map(str, CORE_COUNTS))}")
-        parallelism, why = splits(config, forced)
+    if cores is not None:
+        if cores not in CORE_COUNTS:
+            raise UserError(f"--cores {cores}: choose one of {', '.join(map(str, CORE_COUNTS))}")
+        parallelism, why = splits(config, cores)
         if parallelism is None:
-            raise UserError(f"--cores {forced}: {why}")
-        plan.cores, plan.parallelism = forced, parallelism
-        plan.reasons.append(f"forced to {forced} core(s) (--cores): {why}")
-        if forced < needed:
-            plan.reasons.append(f"warning: {forced} core(s) hold less than the weights need")
+            raise UserError(f"--cores {cores}: {why}")
+        plan.cores, plan.parallelism = cores, parallelism
+        plan.reasons.append(f"cores to {cores} core(s) (--cores): {why}")
+        if cores < needed:
+            plan.reasons.append(f"warning: {cores} core(s) hold less than the weights need")
         return plan
     if needed > MAX_CORES:
         plan.excluded = (f"incompatible: needs more than {MAX_CORES} cores "
                          f"({weight_bytes / GiB:.0f} GiB of weights, {usable / GiB:.1f} GiB usable per core)")
         return plan
-    for cores in CORE_COUNTS:
-        if cores < needed:
+    for count in CORE_COUNTS:
+        if count < needed:
             continue
-        parallelism, why = splits(config, cores)
+        parallelism, why = splits(config, count)
         plan.reasons.append(why)
         if parallelism is not None:
-            plan.cores, plan.parallelism = cores, parallelism
+            plan.cores, plan.parallelism = count, parallelism
             return plan
-        if cores == needed and "cannot be split" in why:
+        if count == needed and "cannot be split" in why:
             break
     plan.excluded = f"incompatible: needs {needed}+ cores but {plan.reasons[-1]}"
     return plan
 
 
-def plan_model(model, backend: Backend, *, dtype: str | None = None, forced: int | None = None) -> Plan:
+def plan_model(model, backend: Backend, *, dtype: str | None = None, cores: int | None = None) -> Plan:
     """Plan a resolved ModelRef on a backend (reads its config and weight sizes)."""
     import transformers
 
@@ -301,11 +304,11 @@ def plan_model(model, backend: Backend, *, dtype: str | None = None, forced: int
     if model.task in (FEATURE_EXTRACTION, TEXT_TO_IMAGE):
         parameters, source = library_parameters_of(model)
         return plan_cores(None, parameters, dtype=dtype or backend.dtype, core_memory=core_bytes(backend),
-                          forced=forced, source=source)
+                          cores=cores, source=source)
     config = transformers.AutoConfig.from_pretrained(model.path)
     parameters, source = parameters_of(model.path, config)
     plan = plan_cores(config, parameters, dtype=dtype or backend.dtype, core_memory=core_bytes(backend),
-                      forced=forced, source=source)
+                      cores=cores, source=source)
     note = chip_crossing_note(plan)
     if note:
         plan.reasons.append(note)
@@ -322,8 +325,8 @@ def chip_crossing_note(plan: Plan) -> str | None:
     if not plan.cores or plan.cores <= per_chip or plan.parallelism == vocab.NO_PARALLELISM:
         return None
     chips = -(-plan.cores // per_chip)
-    return (f"note: {plan.parallelism.upper()} over {plan.cores} cores spans {chips} chips ({per_chip} logical cores per "
-            f"trn2 chip at LNC={chip.lnc}): collectives cross chips (\"Keep TP4 within a chip\")")
+    return (f"note: {plan.parallelism.upper()} over {plan.cores} cores spans {chips} chips ({per_chip} "
+            f"logical cores per trn2 chip at LNC={chip.lnc}): collectives cross chips (\"Keep TP4 within a chip\")")
 
 
 def library_parameters_of(model) -> tuple[int, str]:
@@ -340,7 +343,8 @@ def library_parameters_of(model) -> tuple[int, str]:
         from huggingface_hub import snapshot_download
 
         try:  # resolve_model fetched model_index.json / modules.json into the local cache
-            local = snapshot_download(model.path, allow_patterns=["model_index.json", "modules.json"], local_files_only=True)
+            local = snapshot_download(model.path, allow_patterns=["model_index.json", "modules.json"],
+                                      local_files_only=True)
         except Exception:  # noqa: BLE001
             local = None
         parts = component_folders(local) if local else None

@@ -1,10 +1,10 @@
-"""The run.py recipes: a shared scaffold and one recipe per library, joined into one self-contained run.py.
+"""The run.py recipes, the only source of run.py: a shared scaffold and one recipe per library, joined by render.
 
-``scaffold.py``              parameters, main, the JSON line, failures, memory, the sharded launcher
-``transformers_generate.py`` transformers: from_pretrained, static cache, compile, 32 greedy tokens
-``sentence_transformers_encode.py`` sentence-transformers: SentenceTransformer, compiled transformer module,
-                             a fixed batch of sentences padded to one length, embeddings
+``scaffold.py``              parameters, main, the Trainium contract, the sharded launcher, the JSON line, failures
+``transformers_generate.py`` transformers: from_pretrained, static cache, compile, 32 greedy tokens cold then warm
+``sentence_transformers_encode.py`` sentence-transformers: compiled transformer module, a fixed padded batch
 ``diffusers_pipeline.py``    diffusers: from_pretrained pipeline, compiled denoiser and VAE decoder, one image
+``render.py``                joins them into one self-contained run.py with the model's parameters
 
-``neuronhelpers.recipes.render.render_run_py`` joins them; edit these files, never a rendered run.py.
+Edit these files, never a rendered run.py. The measuring around a run (``run/measure.py``) is not here.
 """

@@ -1,9 +1,9 @@
-"""The recipe: render run.py from the shared scaffold and the library's recipe, and its requirements.txt.
+"""Render run.py from the shared scaffold and the library's recipe, and its requirements.txt.
 
-The loading / compile / generate logic lives only in ``recipes/`` (the scaffold every run.py shares, and
-one recipe per library); this module joins them into one self-contained script in reading order and
-fills in the model's parameters. The harness executes exactly the rendered file and keeps its text in the
-row. Taught in notebook 02.
+The loading / compile / generate logic lives only here in ``recipes/`` (the scaffold every run.py shares, and one
+recipe per library); this module joins them into one self-contained script in reading order and fills in the
+model's parameters. The harness runs exactly the rendered file (with its measuring around the file's own functions)
+and keeps its text in the row. Taught in notebook 02.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import re
 from importlib import resources
 
 from neuronhelpers.core import vocab
-from neuronhelpers.core import settings
-from neuronhelpers.core.protocol import MAX_NEW_TOKENS, PROMPTS, SENTENCES, TASK_INPUTS  # noqa: F401 - SENTENCES: read by tests as run.py's inputs
-from neuronhelpers.core.vocab import LIBRARY_FOR_TASK
 from neuronhelpers.core.backends import Backend
+from neuronhelpers.core.protocol import MAX_NEW_TOKENS, PROMPTS, SENTENCES, TASK_INPUTS  # noqa: F401 - SENTENCES: read by tests as run.py's inputs
 from neuronhelpers.core.versions import distribution_version
+from neuronhelpers.core.vocab import LIBRARY_FOR_TASK
 
 # Each library's recipe file in recipes/ (which library tests a task: vocab.LIBRARY_FOR_TASK).
 RECIPE_FILES = {vocab.TRANSFORMERS: "transformers_generate.py",
-                vocab.SENTENCE_TRANSFORMERS: "sentence_transformers_encode.py", vocab.DIFFUSERS: "diffusers_pipeline.py"}
+                vocab.SENTENCE_TRANSFORMERS: "sentence_transformers_encode.py",
+                vocab.DIFFUSERS: "diffusers_pipeline.py"}
 SCAFFOLD_FILE = "scaffold.py"
 
 _PARAMS_BLOCK = re.compile(r"(# --- parameters \(rendered\) ---\n).*?(\n# --- end parameters ---)", re.S)
@@ -52,7 +52,7 @@ def template_text(library: str = vocab.TRANSFORMERS) -> str:
     # The scaffold's helpers follow the recipe's under the one "helpers" banner.
     scaffold_helpers = shared["helpers"].split("\n", 1)[1].lstrip("\n")
     parts = [docstring.strip() + "\n", shared["imports"], shared["parameters"], shared["main"],
-             *(body for _, body in own), shared["sharded launch"],
+             shared["the Trainium contract"], *(body for _, body in own), shared["sharded launch"],
              *(helpers or [shared["helpers"].split("\n", 1)[0] + "\n"]), scaffold_helpers,
              'if __name__ == "__main__":\n    sys.exit(main(sys.argv[1:]))\n']
     return "\n\n".join(part.strip("\n") + "\n" for part in parts)
@@ -83,7 +83,6 @@ def recipe_params(model, backend: Backend, *, dtype: str | None = None, trust_re
         "trust_remote_code": bool(trust_remote_code),
         "revision": revision,
         **({"top_k": vocab.NEAR_TIE_TOP_K} if generates else {}),
-        "eager_max_parameters": settings.eager_max_parameters(),
     }
     params.update(TASK_INPUTS.get(model.task, {}))
     return params
@@ -118,7 +117,8 @@ def render_requirements(backend: Backend, task: str) -> str:
         return f"{name}=={version.split('+')[0]}" if version else name
 
     # torchvision is built against one torch: it travels with torch (processors with a video processor need it).
-    torch_family = ["torch"] + (["torchvision"] if task == vocab.IMAGE_TEXT_TO_TEXT and distribution_version("torchvision") else [])
+    with_vision = task == vocab.IMAGE_TEXT_TO_TEXT and distribution_version("torchvision")
+    torch_family = ["torch"] + (["torchvision"] if with_vision else [])
     lines = []
     if backend.name == "neuron":
         lines.append("# Neuron SDK (preinstalled on the Neuron Deep Learning AMI / container): "

@@ -1,4 +1,5 @@
-"""One model end to end: model spec -> plan -> run.py (rendered) -> subprocess -> verification -> result row.
+"""One model end to end: model spec -> plan -> run.py (rendered) -> its process tree, with the measuring around the
+file's own functions -> verification against the CPU reference (or a judge) -> result row.
 
 Taught in notebook 02.
 """
@@ -11,29 +12,29 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from neuronhelpers.core import vocab
-from neuronhelpers.recipes import render
-from neuronhelpers.store import schema as results
-from neuronhelpers.twins import build as twins
-from neuronhelpers.core import versions
+from neuronhelpers.core import versions, vocab
 from neuronhelpers.core.backends import Backend, get_backend
-from neuronhelpers.run.compile_cache import cache_env, cache_files
-from neuronhelpers.core.settings import home
-from neuronhelpers.verdict.classify import classify_failure
-from neuronhelpers.run.judge import make_judge
-from neuronhelpers.models.resolve import TWIN_WEIGHTS, ModelRef, resolve_model
 from neuronhelpers.core.network import offline_env
-from neuronhelpers.plan.cores import Plan, host_reference_budget, plan_model
+from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S, REFERENCE_TIMEOUT_S, home
 from neuronhelpers.core.topology import neuron_topology
-from neuronhelpers.recipes.scaffold import eager_not_tried, parse_visible_cores
-from neuronhelpers.run.reference import cached_reference, reference_key, store_reference
+from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS, UNTESTED
+from neuronhelpers.models.resolve import TWIN_WEIGHTS, ModelRef, resolve_model
+from neuronhelpers.plan.cores import Plan, host_reference_budget, plan_model
 from neuronhelpers.process.tree import ProcessOutcome, execute
-from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S, REFERENCE_TIMEOUT_S
+from neuronhelpers.recipes import render
+from neuronhelpers.recipes.scaffold import parse_visible_cores
+from neuronhelpers.run.compile_cache import cache_env, cache_files
+from neuronhelpers.run.judge import make_judge
+from neuronhelpers.run.measure import eager_not_tried
+from neuronhelpers.run.reference import cached_reference, reference_key, store_reference
+from neuronhelpers.store import schema
+from neuronhelpers.twins import build
+from neuronhelpers.verdict.classify import classify_failure
 from neuronhelpers.verdict.declared import declared_fullgraph
 from neuronhelpers.verdict.evidence import eager_columns, evidence_level, speedup
 from neuronhelpers.verdict.verify import verify_outputs
-from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS, UNTESTED
 
+MEASURING = "neuronhelpers.run.measure"  # the module that runs a rendered run.py with the measuring around it
 
 
 def run_dir(model_id: str) -> Path:
@@ -70,17 +71,19 @@ class PlannedRun:
         )
 
     def resume_key(self) -> tuple:
-        return results.resume_key(self.identity())
+        return schema.resume_key(self.identity())
 
 
 def plan_run(model: str | ModelRef, *, backend: str | Backend | None = None, dtype: str | None = None,
              trust_remote_code: bool = False, cores: int | None = None) -> PlannedRun:
-    """Resolve and plan a model (no process is started): the planner picks the core count unless ``cores`` forces one."""
+    """Resolve and plan a model (no process is started): the planner picks the core count unless ``cores`` forces
+    one."""
     ref = model if isinstance(model, ModelRef) else resolve_model(model, trust_remote_code=trust_remote_code)
     be = backend if isinstance(backend, Backend) else get_backend(backend)
-    plan = plan_model(ref, be, dtype=dtype, forced=cores)
+    plan = plan_model(ref, be, dtype=dtype, cores=cores)
     params = render.recipe_params(ref, be, dtype=dtype, trust_remote_code=trust_remote_code,
-                                  cores=plan.cores or 1, parallelism=plan.parallelism if plan.cores else vocab.NO_PARALLELISM)
+                                  cores=plan.cores or 1,
+                                  parallelism=plan.parallelism if plan.cores else vocab.NO_PARALLELISM)
     return PlannedRun(ref, be, plan, params, trust_remote_code)
 
 
@@ -88,7 +91,7 @@ def untested_row(model_id: str, backend: Backend, *, stage: str, error: str, cau
                  model_type: str | None = None, twin_of: str | None = None, library: str = vocab.TRANSFORMERS,
                  weights: str | None = None) -> dict:
     """A row that says no verdict could be reached here, and why (never a FAIL)."""
-    return results.new_row(
+    return schema.new_row(
         model_id=model_id, task=task, model_type=model_type, twin_of=twin_of, weights=weights,
         **versions.version_columns(backend, library),
         result=UNTESTED, stage=stage, error=error, cause=cause, packages=versions.installed_packages())
@@ -103,7 +106,7 @@ def prepare_run(model: str | ModelRef, *, backend: str | Backend | None = None, 
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     try:
         return plan_run(model, backend=be, dtype=dtype, trust_remote_code=trust_remote_code, cores=cores)
-    except twins.TwinUnavailable as exc:
+    except build.TwinUnavailable as exc:
         return untested_row(exc.spec.model_id, be, stage=exc.stage, error=str(exc), cause=exc.cause, task=exc.spec.task,
                             model_type=exc.spec.model_type, twin_of=exc.spec.model_type, weights=TWIN_WEIGHTS,
                             library=vocab.LIBRARY_FOR_TASK.get(exc.spec.task, vocab.TRANSFORMERS))
@@ -126,14 +129,15 @@ def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | No
     if isinstance(planned, dict):
         return planned  # UNTESTED: nothing could be run
     if planned.plan.excluded:
-        return results.new_row(**planned.identity(), result=EXCLUDED, error=planned.plan.excluded,
+        return schema.new_row(**planned.identity(), result=EXCLUDED, error=planned.plan.excluded,
                                packages=versions.installed_packages())
     shortfall = core_shortfall(planned, env)
     if shortfall:  # not the model's failure: this machine (or slot) cannot give it the cores its plan needs
         ref = planned.ref
         return untested_row(ref.model_id, planned.backend, stage=vocab.UNTESTED_INFRASTRUCTURE, error=shortfall,
                             cause="fewer NeuronCores here than the plan needs", task=ref.task,
-                            model_type=ref.model_type, twin_of=ref.twin_of, library=planned.library, weights=ref.weights)
+                            model_type=ref.model_type, twin_of=ref.twin_of, library=planned.library,
+                            weights=ref.weights)
     folder = Path(workdir) if workdir else run_dir(planned.ref.model_id)
     run = _RunFolder.write(planned, folder, env)
     row = _verified_row(planned, run, _Checks(timeout, memory_limit_bytes, cpus, reference_model, dtype, judge_model))
@@ -157,8 +161,7 @@ class _Checks:
 def _verified_row(planned: PlannedRun, run: _RunFolder, checks: _Checks) -> dict:
     """The device run, then its check: against the CPU reference, by a judge, or (failed) with the eager run beside."""
     cached_before = cache_files(planned.backend)
-    device = execute(str(run.script), timeout=checks.timeout, env=run.env, cwd=str(run.folder),
-                     memory_limit_bytes=checks.memory_limit_bytes, cpus=checks.cpus, fork=run.fork)
+    device = run.measured(checks)
     _save_logs(run.folder, "device", device)
     row = _device_row(planned, run, device)
     if not (device.payload and device.payload.get("ok")):
@@ -183,8 +186,9 @@ def _verified_row(planned: PlannedRun, run: _RunFolder, checks: _Checks) -> dict
 
 def _device_eager_after_failure(planned: PlannedRun, run: _RunFolder, row: dict, checks: _Checks) -> str:
     """After a compiled failure: does the device run the model eagerly, with the recipe's own static cache? A fresh
-    process runs ``run.py --eager`` on the device (on CPU too: the CPU reference uses a dynamic cache, so it would not
-    show that the static-cache path runs). A recipe that measured its eager run before compiling already says."""
+    process loads the file's model and runs it with nothing compiled (``run.measure run.py --eager``; on CPU too: the
+    CPU reference uses a dynamic cache, so it would not show that the static-cache path runs). A library whose eager
+    run is measured before compiling already says."""
     if row.get("device_eager"):
         return row["device_eager"]
     if row.get("stage") == vocab.STAGE_TIMEOUT:
@@ -192,8 +196,7 @@ def _device_eager_after_failure(planned: PlannedRun, run: _RunFolder, row: dict,
     why = eager_not_tried(planned.params, planned.plan.cores > 1, planned.plan.parameters or 0)
     if why:
         return f"{vocab.DEVICE_EAGER_NOT_TRIED}: {why}"
-    eager = execute(str(run.script), ["--eager"], timeout=checks.timeout, env=run.env, cwd=str(run.folder),
-                    memory_limit_bytes=checks.memory_limit_bytes, cpus=checks.cpus, fork=run.fork)
+    eager = run.measured(checks, "--eager")
     _save_logs(run.folder, "eager", eager)
     if eager.payload and eager.payload.get("ok"):
         return vocab.DEVICE_EAGER_RAN
@@ -249,16 +252,22 @@ class _RunFolder:
         fork = planned.backend.name != "neuron"  # the Neuron runtime is not known to be safe to fork: fresh processes
         return cls(folder, script, run_py, requirements, run_env, fork)
 
+    def measured(self, checks: _Checks, *flags: str) -> ProcessOutcome:
+        """run.py on the device with the measuring around its own functions (``run.measure``), in its process tree."""
+        return execute(None, [str(self.script), *flags], module=MEASURING, timeout=checks.timeout, env=self.env,
+                       cwd=str(self.folder), memory_limit_bytes=checks.memory_limit_bytes, cpus=checks.cpus,
+                       fork=self.fork)
+
 
 def _device_row(planned: PlannedRun, run: _RunFolder, device: ProcessOutcome) -> dict:
     """The row as far as the device run tells it: identity, run.py, timings, figures and outputs."""
-    row = results.new_row(**planned.identity(), packages=versions.installed_packages(), run_py=run.run_py,
+    row = schema.new_row(**planned.identity(), packages=versions.installed_packages(), run_py=run.run_py,
                           requirements=run.requirements, wall_s=device.wall_s)
     payload = device.payload or {}
     timings = payload.get("timings") or {}
     for key in ("load_s", "compile_s", "generate_s", "ttft_s", "decode_tokens_per_s"):
         row[key] = timings.get(key)
-    figures = payload.get("figures") or {}  # the other libraries' warm figures (sentences/s; seconds per step, per image)
+    figures = payload.get("figures") or {}  # the other libraries' warm figures (sentences/s; s per step, per image)
     for key in ("items_per_s", "step_s", "image_s"):
         row[key] = figures.get(key)
     row.update(eager_columns(payload))

@@ -17,12 +17,11 @@ from pathlib import Path
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.settings import home
-from neuronhelpers.recipes.render import template_text
 from neuronhelpers.core.versions import distribution_version
+from neuronhelpers.recipes.render import template_text
 
 # Parameters that say where and how the device run happens: the CPU reference does not depend on them.
-_DEVICE_PARAMS = ("model_id", "backend", "device", "compile_backend", "dist_backend", "cores", "parallelism",
-                  "eager_max_parameters")
+_DEVICE_PARAMS = ("model_id", "backend", "device", "compile_backend", "dist_backend", "cores", "parallelism")
 
 
 def reference_dir() -> Path:
@@ -44,7 +43,7 @@ def checkpoint_identity(path: str) -> str | None:
         from huggingface_hub import try_to_load_from_cache
 
         cached = try_to_load_from_cache(path, "config.json")
-    except Exception:  # not a Hub id
+    except Exception:  # noqa: BLE001 - not a Hub id
         return None
     return f"hub:{path}@{Path(cached).parent.name}" if isinstance(cached, str) else None
 

@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from neuronhelpers.store import dataset
-from neuronhelpers.recipes import render
-from neuronhelpers.store import schema as results
 from neuronhelpers.core import vocab
-from neuronhelpers.store.card import render_card
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.recipes import render
+from neuronhelpers.store import dataset, schema
+from neuronhelpers.store.card import render_card
 
 REPO_TYPE = "dataset"
 CONFLICT_STATUS = (409, 412)
@@ -84,13 +83,15 @@ def _publishable_tables(folder: str | Path) -> dict[str, pa.Table]:
     folder = Path(folder)
     files = dataset.parquet_files(folder / dataset.DATA_DIR)
     if not files:
-        raise UserError(f"nothing to publish in '{folder}': no {dataset.DATA_DIR}/*.parquet (run a sweep into it first)")
+        raise UserError(f"nothing to publish in '{folder}': no {dataset.DATA_DIR}/*.parquet (run a sweep "
+                        "into it first)")
     tables = {}
     for path in files:
         try:
             table = dataset.load_results_file(path)
         except Exception as exc:  # noqa: BLE001
-            raise UserError(f"'{path}' is not a valid results file ({exc}); fix or remove it before publishing") from None
+            raise UserError(f"'{path}' is not a valid results file ({exc}); fix or remove it "
+                            "before publishing") from None
         check_publishable_ids(table.column("model_id").to_pylist(), path.name)
         check_not_example(table.column("runner").to_pylist(), path.name)
         tables[path.relative_to(folder).as_posix()] = table
@@ -120,7 +121,7 @@ def _without_shelf_rows(table: pa.Table) -> tuple[bytes, pa.Table, int]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    kinds = results.weights_kinds(table.column("weights").to_pylist(), table.column("model_id").to_pylist())
+    kinds = schema.weights_kinds(table.column("weights").to_pylist(), table.column("model_id").to_pylist())
     shelf = sum(kind == vocab.WEIGHTS_SHELF for kind in kinds)
     kept = table.filter(pc.invert(pc.equal(pa.array(kinds, pa.string()), vocab.WEIGHTS_SHELF))) if shelf else table
     buffer = io.BytesIO()
@@ -143,9 +144,9 @@ def check_publishable_ids(model_ids, where: str) -> None:
 
     local = sorted({m for m in model_ids if m and is_local_path(m)})
     if local:
-        raise UserError(f"{where} has rows for local checkpoint folders ({local[0]}{', ...' if len(local) > 1 else ''}): "
-                        "they cannot be published; push the checkpoint to the Hub and run it by its id, or remove "
-                        "those rows")
+        raise UserError(f"{where} has rows for local checkpoint folders "
+                        f"({local[0]}{', ...' if len(local) > 1 else ''}): they cannot be published; push the "
+                        "checkpoint to the Hub and run it by its id, or remove those rows")
 
 
 def _unreachable_errors() -> tuple:
@@ -174,7 +175,8 @@ def check_repo_id(repo_id: str) -> None:
         if "/" not in repo_id:
             raise HFValidationError("no namespace")
     except HFValidationError:
-        raise UserError(f"'{repo_id}' is not a Hub dataset repo id: use NAMESPACE/NAME (letters, digits, '-', '_', '.')") from None
+        raise UserError(f"'{repo_id}' is not a Hub dataset repo id: use NAMESPACE/NAME (letters, digits, "
+                        "'-', '_', '.')") from None
 
 
 def _commit(api, repo_id: str, files: dict[str, bytes], message: str, *, dry_run: bool, create_pr: bool,
@@ -313,40 +315,38 @@ def validate_contribution(rows: list[dict]) -> list[dict]:
     clean = []
     for row in rows:
         model = row.get("model_id", "?")
-        unknown = set(row) - set(results.COLUMN_NAMES)
+        unknown = set(row) - set(schema.COLUMN_NAMES)
         if unknown:
             raise UserError(f"row for '{model}' has columns that are not in the schema: {', '.join(sorted(unknown))}")
         row = dict(row)
         if isinstance(row.get("timestamp"), str):
             row["timestamp"] = dt.datetime.fromisoformat(row["timestamp"])
         try:
-            results.validate_row(row)
+            schema.validate_row(row)
         except vocab.VocabularyError as exc:
             raise UserError(f"row for '{model}' refused: {exc}") from None
         if row["result"] != vocab.EXCLUDED:
             check_run_py(row)
-        clean.append(results.new_row(**row))
+        clean.append(schema.new_row(**row))
     try:
-        results.rows_to_table(clean)
+        schema.rows_to_table(clean)
     except Exception as exc:  # noqa: BLE001 - pyarrow type errors
         raise UserError(f"rows do not fit the schema: {exc}") from None
     return clean
 
 
 def check_run_py(row: dict) -> None:
-    """The row's run.py must be exactly the recipe rendered with its own parameters by the same harness version."""
+    """The row's run.py must be exactly the recipe rendered with its own parameters. Which measuring made its figures
+    (``harness_version``) does not matter here: the measuring is not part of run.py."""
     model = row.get("model_id", "?")
     text = row.get("run_py") or ""
-    if row.get("harness_version") != results.HARNESS_VERSION:
-        raise UserError(f"row for '{model}' was made by harness {row.get('harness_version')}, this is "
-                        f"{results.HARNESS_VERSION}: contribute it with that version's neuronhelpers")
     try:
         params = render.params_of_run_py(text)
     except (ValueError, SyntaxError):
         raise UserError(f"row for '{model}' refused: its run_py is not a neuronhelpers run.py") from None
     if render.render_run_py(params) != text:
         expected = render.render_run_py(params).splitlines()
-        line = next((i + 1 for i, (a, b) in enumerate(zip(expected, text.splitlines())) if a != b),
+        line = next((i + 1 for i, (a, b) in enumerate(zip(expected, text.splitlines(), strict=False)) if a != b),
                     min(len(expected), len(text.splitlines())) + 1)
         raise UserError(f"row for '{model}' refused: its run_py differs from the recipe at line {line} "
                         "(a modified run.py does not test the recipe)")

@@ -10,10 +10,10 @@ import datetime as _dt
 
 import pyarrow as pa
 
-from neuronhelpers.core.versions import __version__
 from neuronhelpers.core import vocab
+from neuronhelpers.core.versions import MEASURING_VERSION
 
-HARNESS_VERSION = __version__
+HARNESS_VERSION = MEASURING_VERSION  # which measuring made a row's figures (core/versions)
 
 _KEPT = "a column of the published dataset, kept as it reads there"
 
@@ -26,8 +26,8 @@ COLUMNS = [
     ("weights", pa.string(), "where the weights came from: `hub` (the Hub checkpoint), `shelf: ...` (a real checkpoint "
      "a registry package ships, e.g. a GGUF dequantized to float32: evidence, not the Hub checkpoint's result, and "
      "never published), `twin: random` (a tiny twin) or `folder` (a local folder)"),
-    ("revision", pa.string(), "the Hub commit of a Hub checkpoint, the package==version of a shelf copy, or `files:` and "
-     "a digest of a twin's or folder's config and tokenizer files"),
+    ("revision", pa.string(), "the Hub commit of a Hub checkpoint, the package==version of a shelf copy, or `files:` "
+     "and a digest of a twin's or folder's config and tokenizer files"),
     ("result", pa.string(), "PASS, FAIL, EXCLUDED or UNTESTED (see Results)"),
     ("stage", pa.string(), "where a FAIL happened (see Stages), or why a row is UNTESTED (see Untested reasons); "
      "null on PASS"),
@@ -103,7 +103,8 @@ COLUMNS = [
      "writes)"),
     ("notes", pa.string(), _KEPT + " (not documented publicly: shown, never interpreted; null in rows neuronhelpers "
      "writes)"),
-    ("hbm_capacity_gb", pa.float64(), _KEPT + " (device memory capacity, read as GiB; null in rows neuronhelpers writes)"),
+    ("hbm_capacity_gb", pa.float64(), _KEPT + " (device memory capacity, read as GiB; null in rows neuronhelpers "
+     "writes)"),
     ("cpu_match", pa.string(), _KEPT + " (it appears to record the comparison with a CPU run; its values are not "
      "documented publicly, so they are shown as recorded and never read as a verification)"),
     ("english", pa.string(), _KEPT + " (it appears to record the judge's reading of the text; shown as recorded and "
@@ -116,7 +117,8 @@ COLUMNS = [
     ("packages", pa.string(), "every installed distribution, pip-freeze form"),
     ("run_py", pa.string(), "the exact run.py that ran"),
     ("requirements", pa.string(), "requirements.txt for the run.py"),
-    ("harness_version", pa.string(), "neuronhelpers version that produced the row"),
+    ("harness_version", pa.string(), "version of the measuring around run.py that made the row's figures "
+     "(the recipe itself is the run_py text)"),
     ("timestamp", pa.timestamp("us", tz="UTC"), "when the run finished"),
 ]
 SCHEMA = pa.schema([pa.field(name, typ) for name, typ, _ in COLUMNS])
@@ -160,7 +162,8 @@ PUBLISHED_COLUMNS = [
     ("nki", pa.string(), "nki", SAME),
     ("python", pa.string(), "python", SAME),
     ("neuron_driver", pa.string(), "neuron_driver", SAME),
-    ("tested_at", pa.timestamp("ms", tz="UTC"), "timestamp", "the same instant (milliseconds there, microseconds here)"),
+    ("tested_at", pa.timestamp("ms", tz="UTC"), "timestamp",
+     "the same instant (milliseconds there, microseconds here)"),
     ("run_py", pa.string(), "run_py", SAME),
 ]
 PUBLISHED_SCHEMA = pa.schema([pa.field(name, typ) for name, typ, _, _ in PUBLISHED_COLUMNS])
@@ -239,14 +242,14 @@ def measured_on_trainium(backend, weights, model_id) -> bool:
 def ran_on_labels(rows) -> list[str]:
     """``ran_on`` of each row of a frame (model_id, backend and, where it has one, weights)."""
     weights = rows["weights"] if "weights" in rows else [None] * len(rows)
-    return [ran_on(b, w, m) for b, w, m in zip(rows["backend"], weights, rows["model_id"])]
+    return [ran_on(b, w, m) for b, w, m in zip(rows["backend"], weights, rows["model_id"], strict=True)]
 
 
 def weights_kinds(weights, model_ids) -> list[str]:
     """``weights_kind`` of each row, from a column of weights (None when the rows have no such column) and model ids."""
     model_ids = list(model_ids)
     weights = [None] * len(model_ids) if weights is None else list(weights)
-    return [weights_kind(w, m) for w, m in zip(weights, model_ids)]
+    return [weights_kind(w, m) for w, m in zip(weights, model_ids, strict=False)]
 
 
 def resume_key(row: dict) -> tuple:

@@ -27,15 +27,28 @@ from pathlib import Path
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.quiet import quiet_libraries
 from neuronhelpers.core.vocab import (
-    FEATURE_EXTRACTION, IMAGE_TEXT_TO_TEXT, TEXT_GENERATION, TEXT_TO_IMAGE, UNTESTED_DEPENDENCY, UNTESTED_TWIN,
+    FEATURE_EXTRACTION,
+    IMAGE_TEXT_TO_TEXT,
+    TEXT_GENERATION,
+    TEXT_TO_IMAGE,
+    UNTESTED_DEPENDENCY,
+    UNTESTED_TWIN,
 )
 from neuronhelpers.twins.broken import BREAKAGES, break_copy, check_breakage, check_perturbable, perturb_copy
 from neuronhelpers.twins.libraries import check_twin_runs as check_library_twin_runs
 from neuronhelpers.twins.libraries import write_twin as write_library_twin
 from neuronhelpers.twins.shrink import TEXT_SHRINK, VISION_SHRINK, shrunk_config  # noqa: F401 - read by tests
 from neuronhelpers.twins.specs import (
-    LIBRARY_TASKS, MAX_TWIN_PARAMETERS, SEED, TWIN_FORMAT, TWIN_PREFIX, TwinSpec, architectures, is_twin_id,
-    mapped_tasks, twin_spec,
+    LIBRARY_TASKS,
+    MAX_TWIN_PARAMETERS,
+    SEED,
+    TWIN_FORMAT,
+    TWIN_PREFIX,
+    TwinSpec,
+    architectures,
+    is_twin_id,
+    mapped_tasks,
+    twin_spec,
 )
 from neuronhelpers.twins.text import write_text_twin
 from neuronhelpers.twins.vision.build import write_vlm_twin
@@ -69,12 +82,14 @@ def check_transformers_twin_runs(spec: TwinSpec, folder: Path) -> None:
 
     try:
         params = {"model_path": str(folder), "task": spec.task, "trust_remote_code": False, "revision": None,
-                  "parallelism": "none", "prompt": "Describe this image in one sentence." if spec.task == IMAGE_TEXT_TO_TEXT
+                  "parallelism": "none", "dtype": "float32",
+                  "prompt": "Describe this image in one sentence." if spec.task == IMAGE_TEXT_TO_TEXT
                   else "Write a short story about a robot who learns to paint."}
-        model, tokenizer, inputs = load(params, "cpu", torch.float32)
+        model, tokenizer, inputs = load(params, "cpu")
         parameters = sum(p.numel() for p in model.parameters())
         if parameters > MAX_TWIN_PARAMETERS:
-            raise ValueError(f"the shrunk model still has {parameters:,} parameters (more than {MAX_TWIN_PARAMETERS:,})")
+            raise ValueError(f"the shrunk model still has {parameters:,} parameters (more than "
+                             f"{MAX_TWIN_PARAMETERS:,})")
         with torch.inference_mode():
             model(**inputs)
             pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -158,7 +173,8 @@ def build_twin(model_id_or_type: str, *, force: bool = False, isolated: bool = T
 def _remember(dest: Path, unavailable: TwinUnavailable) -> None:
     failed = _unavailable_marker(dest)
     tmp_failed = failed.with_name(f".{failed.name}.{os.getpid()}")
-    tmp_failed.write_text(json.dumps({"reason": unavailable.reason, "cause": unavailable.cause, "stage": unavailable.stage}))
+    tmp_failed.write_text(json.dumps({"reason": unavailable.reason, "cause": unavailable.cause,
+                                      "stage": unavailable.stage}))
     os.replace(tmp_failed, failed)
 
 
@@ -179,7 +195,8 @@ def write_twin_json(spec: TwinSpec, folder: Path) -> None:
     """TWIN.json, the one record every twin carries: what it is a twin of, its name and task, the seed and build
     format. ``known_twin`` recognises a built twin by it (the folder is renamed into place only once checked)."""
     (Path(folder) / "TWIN.json").write_text(json.dumps(
-        {"twin_of": spec.model_type, "name": spec.key, "task": spec.task, "seed": SEED, "format": TWIN_FORMAT}, indent=1))
+        {"twin_of": spec.model_type, "name": spec.key, "task": spec.task, "seed": SEED, "format": TWIN_FORMAT},
+        indent=1))
 
 
 def _unavailable_marker(dest: Path) -> Path:
@@ -245,7 +262,8 @@ def broken_twin(model_id_or_type: str, dest: str | Path, how: str) -> Path:
 
 def perturbed_twin(model_id: str, dest: str | Path) -> Path:
     """Copy the library twin ``model_id`` (tiny/st-bert, ...) to ``dest`` with one weight shifted (see
-    PERTURBED_WEIGHT in broken.py): it loads and runs, but its output differs from the unperturbed twin's (a mismatch)."""
+    PERTURBED_WEIGHT in broken.py): it loads and runs, but its output differs from the unperturbed twin's (a
+    mismatch)."""
     spec = twin_spec(model_id)
     check_perturbable(spec.key, model_id)
     return perturb_copy(spec.key, build_twin(spec.key), dest)

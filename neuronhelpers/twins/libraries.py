@@ -4,8 +4,8 @@ transformers twins (the orchestrator, twins/build.py, lists them from specs.LIBR
 through ``write_twin`` and ``check_twin_runs`` here).
 
 - ``tiny/st-bert``     SentenceTransformer: a BERT Transformer module (WordPiece tokenizer), mean pooling, Normalize
-- ``tiny/st-qwen3``    SentenceTransformer: a Qwen3 decoder (byte-level BPE, left padding), last-token pooling, Normalize
-                       (the layout of Qwen3-Embedding)
+- ``tiny/st-qwen3``    SentenceTransformer: a Qwen3 decoder (byte-level BPE, left padding), last-token pooling,
+                       Normalize (the layout of Qwen3-Embedding)
 - ``tiny/sd-unet``     StableDiffusionPipeline: UNet2DConditionModel, AutoencoderKL, CLIP text encoder and tokenizer,
                        PNDM scheduler (the layout of Stable Diffusion 1.x)
 - ``tiny/pixart-dit``  PixArtSigmaPipeline: PixArtTransformer2DModel (a DiT), AutoencoderKL, T5 encoder and tokenizer,
@@ -54,13 +54,14 @@ def _run_eagerly(spec, params):
     if spec.task == FEATURE_EXTRACTION:
         from neuronhelpers.recipes.sentence_transformers_encode import encode, load
 
-        model = load(params, "cpu", torch.float32)
+        model = load(params, "cpu")
         parameters = sum(p.numel() for p in model.parameters())
         return encode(model, params), (2, model.get_embedding_dimension()), parameters
     from neuronhelpers.recipes.diffusers_pipeline import draw, load
 
-    model = load(params, "cpu", torch.float32)
-    parameters = sum(p.numel() for c in model.components.values() if isinstance(c, torch.nn.Module) for p in c.parameters())
+    model = load(params, "cpu")
+    parameters = sum(p.numel() for c in model.components.values() if isinstance(c, torch.nn.Module)
+                     for p in c.parameters())
     params["prompt"] = "A robot paints the sea."
     return draw(model, params), (3, IMAGE_SIZE, IMAGE_SIZE), parameters
 
@@ -72,11 +73,13 @@ def check_twin_runs(spec, folder: Path) -> None:
 
     try:
         params = {"model_path": str(folder), "trust_remote_code": False, "revision": None, "seed": SEED, "steps": 2,
+                  "dtype": "float32",
                   "image_size": None, "sequence_length": 16, "prompt": ["A robot paints the sea.", "The river runs."]}
         with quiet_libraries(diffusers=spec.task == TEXT_TO_IMAGE):
             out, expected, parameters = _run_eagerly(spec, params)
         if parameters > MAX_TWIN_PARAMETERS:
-            raise ValueError(f"the shrunk model still has {parameters:,} parameters (more than {MAX_TWIN_PARAMETERS:,})")
+            raise ValueError(f"the shrunk model still has {parameters:,} parameters (more than "
+                             f"{MAX_TWIN_PARAMETERS:,})")
         if tuple(out.shape) != expected:
             raise ValueError(f"the eager run returned shape {tuple(out.shape)}, not {expected}")
         if not torch.isfinite(out).all():

@@ -1,0 +1,461 @@
+"""The measuring around a recipe: what the harness learns from a run beyond what run.py itself prints.
+
+The harness runs ``python -m neuronhelpers.run.measure run.py`` in the run's own process tree. This module imports
+the rendered run.py as a module (exactly the text the row stores), wraps the file's own functions and calls its
+``main``, so the recipe runs as a user runs it while the measuring records around its steps:
+
+- the token clock (time to first token, decode rate): a generate() streamer on each call;
+- the eager comparison: the same call with nothing compiled, in the same process, timed the same way (where calls
+  are quick, TIMING_ROUNDS eager calls alternate with compiled ones and each side keeps its best rate: one call on a
+  shared machine can lose tenfold to a neighbour). Bounded: never sharded, nor above the parameter bound;
+- dynamo's figures (graph breaks, unique graphs, recompiles and the guards that failed) and the compile cache's
+  counters; sentences per second, seconds per denoising step.
+
+``python -m neuronhelpers.run.measure run.py --eager`` loads the recipe's model on the device and runs it once with
+nothing compiled: after a compiled failure, does the device run it at all? On a sharded run the measuring covers
+rank 0. ``core.versions.MEASURING_VERSION`` is the row's ``harness_version``: it changes when this file does
+(tests/test_measure.py fails until it is bumped), while the recipe is identified by its run.py's text.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+import time
+
+from neuronhelpers.core import settings, vocab
+
+TIMING_ROUNDS = 3  # eager calls alternating with compiled ones, where a call is quick
+QUICK_CALL_S = 2.0
+REASONS_KEPT = 3  # the last recompile reasons a row keeps
+
+
+def load_run_py(path: str):
+    """The rendered run.py as a module (not run as __main__): its functions, to be wrapped and called."""
+    spec = importlib.util.spec_from_file_location("run_py", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str]) -> int:
+    """``run.py [--eager | run.py's own flags]``: the recipe with the measuring around it, one JSON line."""
+    path, flags = argv[0], argv[1:]
+    module = load_run_py(path)
+    params = module.PARAMS
+    if "--eager" not in flags:
+        instrument(module, params, sharded=params["cores"] > 1)
+        module.rank_main = functools.partial(measured_rank, path)  # the spawned ranks measure rank 0 the same way
+        return module.main(flags)
+    if params["device"] == "neuron":
+        module.pin_neuron_contract()
+    result = eager_run(module, params)
+    result["model_id"] = params["model_id"]
+    module.emit(result)
+    return 0 if result["ok"] else 1
+
+
+def measured_rank(path: str, rank, cores, port, params, results) -> None:
+    """One rank of a sharded run, started by run.py's own launcher: rank 0 runs with the measuring around it."""
+    module = load_run_py(path)
+    if rank == 0:
+        instrument(module, params, sharded=True)
+    module.rank_main(rank, cores, port, params, results)
+
+
+def instrument(module, params: dict, *, sharded: bool) -> None:
+    """Wrap the recipe's own functions in ``module`` with the measuring of its library."""
+    library = params.get("library", vocab.TRANSFORMERS)
+    {vocab.TRANSFORMERS: _TransformersMeasuring, vocab.SENTENCE_TRANSFORMERS: _EncodeMeasuring,
+     vocab.DIFFUSERS: _PipelineMeasuring}[library](module, params, sharded).install()
+
+
+class _Measuring:
+    """What every library's measuring shares: the recompile log, the exception a wrapped call raised, and the
+    figures added to the recipe's result."""
+
+    call = ""  # the recipe's function that runs the model once (generate, encode, draw)
+
+    def __init__(self, module, params: dict, sharded: bool):
+        self.module, self.params, self.sharded = module, params, sharded
+        self.recompiles = RecompileLog()
+        self.error = None
+        self.eager: dict = {}
+        self.original = {name: getattr(module, name) for name in ("device_run", self.call)}
+
+    def install(self) -> None:
+        setattr(self.module, self.call, self.measured_call)
+        self.module.device_run = self.device_run
+
+    def measured_call(self, *args):
+        try:
+            with self.recompiles:
+                return self.original[self.call](*args)
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+    def device_run(self, params, rank=None):
+        result = self.original["device_run"](params, rank)
+        backend = params["compile_backend"]
+        result.update(recompile_reasons=self.recompiles.reasons[-REASONS_KEPT:],
+                      dynamo=dynamo_figures(self.recompiles, backend, self.error))
+        if self.eager:
+            result["eager"] = self.eager
+        if result["ok"]:
+            self.add_figures(result)
+            result.update(compile_cache=compile_cache_counters(backend), retraced=dynamo_traced(),
+                          torch=_version("torch"), **{params["library"].replace("-", "_"): _version(params["library"])})
+        return result
+
+    def add_figures(self, result: dict) -> None:
+        """The library's own figures of a run that succeeded."""
+
+    def eager_before_compiling(self, parameters: int, call) -> dict:
+        """The model as loaded, run eagerly on the device twice (the second timed, as the compiled one is)."""
+        return eager_seconds(self.params, self.sharded, parameters, call, warm_up=True)
+
+
+class _TransformersMeasuring(_Measuring):
+    """generate(): a token clock on each call; after the warm call, the same call eagerly for the speed-up."""
+
+    call = "generate"
+
+    def __init__(self, module, params, sharded):
+        super().__init__(module, params, sharded)
+        self.last = None  # (model, inputs, kwargs, clock) of the last call
+
+    def measured_call(self, model, inputs, kwargs):
+        clock = TokenClock()
+        output = super().measured_call(model, inputs, {**kwargs, "streamer": clock})
+        self.last = (model, inputs, kwargs, clock)
+        return output
+
+    def device_run(self, params, rank=None):
+        result = super().device_run(params, rank)
+        if result["ok"] and dynamo_traced() is False:  # a compiled call that dynamo never traced ran eagerly
+            failure = self.module.failure(
+                "compile", "NotCompiled: generate() ran the forward eagerly: dynamo traced nothing",
+                "NotCompiled", timings=result["timings"], recompile_reasons=result["recompile_reasons"],
+                dynamo=result["dynamo"])
+            return failure
+        return result
+
+    def add_figures(self, result):
+        model, inputs, kwargs, clock = self.last
+        timings = result["timings"]
+        timings.update(clock.figures())
+        eager = self.eager_comparison(model, inputs, kwargs, result["tokens"], clock.figures(), timings["generate_s"])
+        timings.update(eager.pop("compiled_best", {}))  # the compiled rate as measured beside the eager one
+        result.update(eager=eager, declared_fullgraph=getattr(type(model), "_can_compile_fullgraph", None))
+
+    def eager_comparison(self, model, inputs, kwargs, compiled_tokens, compiled_figures, compiled_s):
+        """The same generate() with the same static cache, eagerly, right after the warm compiled call."""
+        generate, prompt_len = self.original["generate"], inputs["input_ids"].shape[1]
+        rounds = TIMING_ROUNDS if compiled_s < QUICK_CALL_S else 1
+        eager_calls, compiled_calls = [], [compiled_figures]
+
+        def call(**extra):
+            clock = TokenClock()
+            output = generate(model, inputs, {**kwargs, "streamer": clock, **extra})
+            return clock.figures(), self.module.generated_tokens(model, output, prompt_len)
+
+        def alternate():
+            for i in range(rounds):
+                eager_calls.append(call(disable_compile=True))
+                if i < rounds - 1:
+                    compiled_calls.append(call()[0])
+
+        out = eager_seconds(self.params, self.sharded, sum(p.numel() for p in model.parameters()), alternate)
+        if out["device_eager"] == "ran":  # the decode rates from the token clock, as the compiled call's
+            out.pop("seconds")
+
+            def rate(figures):
+                return figures.get("decode_tokens_per_s") or 0.0
+
+            out.update(eager_decode_tokens_per_s=max(rate(f) for f, _ in eager_calls) or None,
+                       eager_equals_compiled=eager_calls[0][1] == compiled_tokens,
+                       compiled_best=max(compiled_calls, key=rate))
+        return out
+
+
+class _EncodeMeasuring(_Measuring):
+    """sentence-transformers: the batch encoded eagerly before compiling; sentences per second, warm."""
+
+    call = "encode"
+
+    def install(self):
+        super().install()
+        compile_transformer = self.module.compile_transformer
+
+        def measured_compile(model, backend):
+            encode = self.original["encode"]
+            parameters = sum(p.numel() for p in model.parameters())
+            out = self.eager_before_compiling(parameters, lambda: encode(model, self.params))
+            if "seconds" in out:
+                out["eager_items_per_s"] = len(self.params["prompt"]) / out.pop("seconds")
+            self.eager = out
+            return compile_transformer(model, backend)
+
+        self.module.compile_transformer = measured_compile
+
+    def add_figures(self, result):
+        result["figures"] = {"items_per_s": len(self.params["prompt"]) / result["timings"]["generate_s"]}
+
+
+class _PipelineMeasuring(_Measuring):
+    """diffusers: one image drawn eagerly before compiling; seconds per warm denoising step, from a clock on the
+    compiled denoiser's calls and the start of decoding."""
+
+    call = "draw"
+
+    def install(self):
+        super().install()
+        compile_pipeline, self.clock = self.module.compile_pipeline, StepClock(self.params["device"])
+
+        def measured_compile(pipe, backend):
+            draw = self.original["draw"]
+            out = self.eager_before_compiling(_pipeline_parameters(pipe), lambda: draw(pipe, self.params))
+            if "seconds" in out:
+                out["eager_image_s"] = out.pop("seconds")
+            self.eager = out
+            name = compile_pipeline(pipe, backend)
+            getattr(pipe, name).register_forward_pre_hook(self.clock.denoiser_called)  # outside the compiled graph
+            decode = pipe.vae.decode
+
+            def timed_decode(*args, **kwargs):
+                self.clock.decode_called()
+                return decode(*args, **kwargs)
+
+            pipe.vae.decode = timed_decode
+            return name
+
+        self.module.compile_pipeline = measured_compile
+
+    def measured_call(self, pipe, params):
+        self.clock.reset()
+        return super().measured_call(pipe, params)
+
+    def add_figures(self, result):
+        timings = result["timings"]
+        timings.update(step_s=self.clock.step_s(self.params["steps"]), image_s=timings["generate_s"])
+        # seconds per warm denoising step, steps per second, seconds for one warm image
+        result["figures"] = {"step_s": timings["step_s"], "items_per_s": 1.0 / timings["step_s"],
+                             "image_s": timings["image_s"]}
+
+
+def eager_run(module, params: dict) -> dict:
+    """`--eager`: the recipe's model loaded on the device and run once with nothing compiled; ok, or the failure at
+    its stage (load or run)."""
+    device, library = params["device"], params.get("library", vocab.TRANSFORMERS)
+    stage = "load"
+    try:
+        if library == vocab.TRANSFORMERS:
+            model, tokenizer, inputs = module.load(params, device)
+            kwargs = module.compiled_generation_kwargs(params, device, tokenizer)
+            stage = "run"
+            module.generate(model, inputs, {**kwargs, "disable_compile": True})
+        else:
+            model = module.load(params, device)
+            stage = "run"
+            (module.encode if library == vocab.SENTENCE_TRANSFORMERS else module.draw)(model, params)
+        return {"ok": True, "mode": "eager", "timings": {}}
+    except BaseException as exc:  # noqa: BLE001 - the failure is the answer
+        return module.failed(exc, stage, {})
+
+
+# ---- the instruments -----------------------------------------------------------------------------------------
+
+
+class TokenClock:
+    """A generate() streamer that timestamps each new token: time to first token and decode rate."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+        self.stamps: list[float] = []
+        self.prompt_seen = False
+
+    def put(self, value):
+        if not self.prompt_seen:  # generate() first hands the streamer the prompt
+            self.prompt_seen = True
+            return
+        self.stamps.append(time.perf_counter())
+
+    def end(self):
+        pass
+
+    def figures(self) -> dict:
+        out = {}
+        if self.stamps:
+            out["ttft_s"] = self.stamps[0] - self.start
+            if len(self.stamps) > 1:
+                out["decode_tokens_per_s"] = (len(self.stamps) - 1) / (self.stamps[-1] - self.stamps[0])
+        return out
+
+
+class StepClock:
+    """Stamps each denoiser call and the start of decoding: seconds per denoising step, whatever the pipeline."""
+
+    def __init__(self, device):
+        self.device = str(device)
+        self.reset()
+
+    def reset(self):
+        self.calls, self.decoded = [], None
+
+    def denoiser_called(self, module, args):
+        self.calls.append(time.perf_counter())
+
+    def decode_called(self):
+        if self.decoded is None:
+            _synchronize(self.device)  # the steps queued on an accelerator have finished
+            self.decoded = time.perf_counter()
+
+    def step_s(self, steps):
+        return (self.decoded - self.calls[0]) / steps
+
+
+class RecompileLog:
+    """Collects dynamo's recompilation reasons (the guard that failed), so a run that hits the recompile limit can
+    say which guard kept failing."""
+
+    LOGGER = "torch._dynamo.guards.__recompiles"  # torch's "recompiles" log artifact
+
+    def __init__(self):
+        import logging
+
+        self.reasons: list[str] = []
+        self.handler = logging.Handler()
+        self.handler.emit = lambda record: self.reasons.append(record.getMessage()[:1500])  # the guard comes first
+
+    def __enter__(self):
+        import logging
+
+        import torch
+
+        torch._logging.set_logs(recompiles=True)
+        logging.getLogger(self.LOGGER).addHandler(self.handler)
+        return self
+
+    def __exit__(self, *exc):
+        import logging
+
+        logging.getLogger(self.LOGGER).removeHandler(self.handler)
+        return False
+
+
+def dynamo_traced() -> bool | None:
+    """Did dynamo trace Python code in this process (False when it compiled nothing)?"""
+    try:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"]["unique_graphs"]) > 0
+    except Exception:  # noqa: BLE001 - a torch without these counters
+        return None
+
+
+def dynamo_figures(recompiles: RecompileLog, compile_backend: str, exc: BaseException | None = None) -> dict:
+    """What the compiler saw, from torch's own counters: graph breaks (0 under fullgraph, where a break is an error:
+    then 1), unique graphs compiled, recompilations; on neuron, the ops torch-neuronx ran on the CPU instead."""
+    try:
+        import torch
+        from torch._dynamo.utils import counters
+
+        breaks = sum(int(n) for n in counters["graph_break"].values())
+        if exc is not None and isinstance(exc, getattr(torch._dynamo.exc, "Unsupported", ())):
+            breaks = max(breaks, 1)  # fullgraph=True raises at the first break instead of counting it
+        figures = {"graph_breaks": breaks, "unique_graphs": int(counters["stats"]["unique_graphs"]),
+                   "recompiles": len(recompiles.reasons)}
+    except Exception:  # noqa: BLE001 - a torch without these counters: the row leaves them empty
+        return {}
+    if compile_backend == "neuron":
+        try:
+            import torch_neuronx
+
+            figures["fallback_ops"] = sorted(str(op) for op in torch_neuronx.get_fallback_ops())
+        except Exception:  # noqa: BLE001 - a release without get_fallback_ops: not recorded rather than guessed
+            pass
+    return figures
+
+
+def compile_cache_counters(compile_backend: str) -> dict | None:
+    """This process's compile-cache hits and misses from the compiler's own counters: inductor's FX-graph cache, or
+    torch-neuronx's persistent NEFF cache (counted when TORCH_NEURONX_METRICS_ENABLED=1, which run.py sets on neuron).
+    None where no counter can be read: the harness then compares the cache folder before and after."""
+    try:
+        if compile_backend == "neuron":
+            from torch_neuronx import metrics
+
+            hits = metrics.get_counter_value("CompilationCache.PersistentHits")
+            misses = metrics.get_counter_value("CompilationCache.PersistentMisses")
+            return None if hits is None and misses is None else {"hits": int(hits or 0), "misses": int(misses or 0)}
+        if compile_backend != "inductor":
+            return None
+        from torch._dynamo.utils import counters
+
+        inductor = counters["inductor"]
+        return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
+    except Exception:  # noqa: BLE001 - another compiler, or a release without these counters
+        return None
+
+
+def eager_not_tried(params: dict, sharded: bool, parameters: int, bound: int | None = None) -> str | None:
+    """Why the eager run beside the compiled one is skipped (its bounds, stated in the card), or None."""
+    if sharded:
+        return f"sharded over {params['cores']} ranks: an eager pass would hold every rank's cores as long again"
+    bound = settings.eager_max_parameters() if bound is None else bound
+    if bound <= 0:
+        return "eager runs were turned off for this run"
+    if parameters > bound:
+        return (f"{count_text(parameters)} parameters, above the {count_text(bound)} bound for an eager run on "
+                "the device")
+    return None
+
+
+def count_text(n: float) -> str:
+    """A parameter count people read: 135M, 2.7B, 3B."""
+    for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return str(int(n))
+
+
+def eager_seconds(params: dict, sharded: bool, parameters: int, call, warm_up: bool = False) -> dict:
+    """Time ``call()`` run eagerly on the device (once more first with ``warm_up``), within the eager bounds:
+    {"device_eager": "ran", "seconds": s}, or the reason it failed or was not tried (evidence, not the verdict)."""
+    why = eager_not_tried(params, sharded, parameters)
+    if why:
+        return {"device_eager": f"not tried: {why}"}
+    try:
+        if warm_up:
+            call()
+        t0 = time.perf_counter()
+        call()
+        return {"device_eager": "ran", "seconds": time.perf_counter() - t0}
+    except Exception as exc:  # noqa: BLE001 - the compiled run is the verdict; this is what it is measured against
+        reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+        return {"device_eager": f"failed: {type(exc).__name__}: {reason}"}
+
+
+def _pipeline_parameters(pipe) -> int:
+    import torch
+
+    return sum(p.numel() for m in pipe.components.values() if isinstance(m, torch.nn.Module) for p in m.parameters())
+
+
+def _synchronize(device: str) -> None:
+    import torch
+
+    if device.startswith("neuron"):
+        torch.neuron.synchronize()
+    elif device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _version(library: str) -> str | None:
+    return getattr(sys.modules.get(library.replace("-", "_")), "__version__", None)  # the release the run imported
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

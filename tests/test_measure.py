@@ -1,0 +1,105 @@
+"""The recipe and the measuring are apart: run.py holds the recipe alone, the measuring (run/measure.py) wraps the
+file's own functions, and the two are versioned apart (a measuring change leaves run.py byte-identical and the rows
+it made still contributable)."""
+
+import ast
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import result_row
+from neuronhelpers.core import versions
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.models.resolve import ModelRef
+from neuronhelpers.recipes import render
+from neuronhelpers.run import measure
+from neuronhelpers.store import publish
+
+PACKAGE = Path(__file__).resolve().parents[1] / "neuronhelpers"
+MEASURING_FILE = PACKAGE / "run" / "measure.py"
+
+# The digest of run/measure.py for each MEASURING_VERSION. Changed the measuring? Bump
+# core/versions.MEASURING_VERSION and add its digest here (the failing test prints it).
+DIGESTS = {"0.3.0": "3ded915bc945be56d1134d9d1c7ae500d0dce37c9ca93ca195341199b0060ef3"}
+
+MODELS = [ModelRef("tiny/llama", "/twins/llama", "text-generation", "llama"),
+          ModelRef("tiny/llava", "/twins/llava", "image-text-to-text", "llava"),
+          ModelRef("tiny/st-bert", "/twins/st-bert", "feature-extraction", "bert"),
+          ModelRef("tiny/sd-unet", "/twins/sd-unet", "text-to-image", "unet")]
+
+
+def measuring_digest(path: Path = MEASURING_FILE) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_measuring_version_changes_with_the_measuring():
+    digest = measuring_digest()
+    assert DIGESTS.get(versions.MEASURING_VERSION) == digest, (
+        f"run/measure.py changed: bump core/versions.MEASURING_VERSION (now {versions.MEASURING_VERSION}) and record "
+        f"DIGESTS['<new version>'] = '{digest}' in tests/test_measure.py")
+
+
+@pytest.mark.parametrize("backend", ["cpu", "neuron"])
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.task)
+def test_run_py_imports_nothing_of_neuronhelpers(model, backend):
+    """Not at the top, not in a function, not under a try: the recipe is the whole of run.py."""
+    text = render.render_run_py(render.recipe_params(model, get_backend(backend)))
+    imported = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add("." * node.level + (node.module or ""))
+    assert not [name for name in imported if name.startswith(("neuronhelpers", "."))], imported
+    assert "neuronhelpers.run.measure" not in text and "TokenClock" not in text and "--eager" not in text
+
+
+def test_a_measuring_change_leaves_run_py_byte_identical_and_its_rows_contributable(tmp_path):
+    """A copy of the package whose measuring takes five timing rounds (and a new version) renders the same bytes; a
+    row made by an older measuring is still accepted by contribute's check."""
+    copy = tmp_path / "neuronhelpers"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    changed = copy / "run" / "measure.py"
+    text = changed.read_text()
+    assert f"TIMING_ROUNDS = {measure.TIMING_ROUNDS}" in text
+    changed.write_text(text.replace(f"TIMING_ROUNDS = {measure.TIMING_ROUNDS}", "TIMING_ROUNDS = 5"))
+    (copy / "core" / "versions.py").write_text((copy / "core" / "versions.py").read_text().replace(
+        f'MEASURING_VERSION = "{versions.MEASURING_VERSION}"', 'MEASURING_VERSION = "99.0"'))
+    script = ("import sys; from neuronhelpers.recipes import render; from neuronhelpers.run import measure; "
+              "from neuronhelpers.core.backends import get_backend; from neuronhelpers.models.resolve import ModelRef; "
+              "from neuronhelpers.core.versions import MEASURING_VERSION; assert measure.TIMING_ROUNDS == 5; "
+              "assert MEASURING_VERSION == '99.0', MEASURING_VERSION; "
+              "ref = ModelRef('tiny/llama', '/twins/llama', 'text-generation', 'llama'); "
+              "sys.stdout.write(render.render_run_py(render.recipe_params(ref, get_backend('cpu'))))")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert measuring_digest(changed) != measuring_digest()  # the measuring did change
+    today = render.render_run_py(render.recipe_params(MODELS[0], get_backend("cpu")))
+    assert proc.stdout == today  # byte for byte
+    older = result_row("tiny/llama", run_py=today, harness_version="0.2.0")
+    assert publish.validate_contribution([older])[0]["harness_version"] == "0.2.0"
+
+
+def test_a_tampered_recipe_is_still_refused_whatever_the_measuring():
+    today = render.render_run_py(render.recipe_params(MODELS[0], get_backend("cpu")))
+    tampered = result_row("tiny/llama", run_py=today.replace("fullgraph=True", "fullgraph=False"))
+    with pytest.raises(Exception, match="differs from the recipe"):
+        publish.validate_contribution([tampered])
+
+
+def test_the_measuring_wraps_the_files_own_functions(tmp_path):
+    """instrument() replaces the recipe's call and device run in the loaded module, nothing else: the recipe's
+    loader, its reference and its launcher stay the file's own."""
+    params = render.recipe_params(MODELS[0], get_backend("cpu"))
+    path = tmp_path / "run.py"
+    path.write_text(render.render_run_py(params))
+    module = measure.load_run_py(str(path))
+    own = {name: getattr(module, name) for name in ("load", "reference_run", "sharded_run", "generate", "device_run")}
+    measure.instrument(module, params, sharded=False)
+    assert module.load is own["load"] and module.reference_run is own["reference_run"]
+    assert module.sharded_run is own["sharded_run"]
+    assert module.generate is not own["generate"] and module.device_run is not own["device_run"]
