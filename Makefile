@@ -1,14 +1,14 @@
 # make demo   set up .venv and run the main job: sweep the Selected list's twins and the shelf's real checkpoints
 #             into ./results
 # make test   set up .venv and run the whole test suite (notebooks and the browser test included)
-# make test-fast  the tests that compile nothing (about two minutes): the inner loop
+# make test-fast  ruff, then the tests that compile nothing (about four minutes): the inner loop
 # make lab    open the notebooks in JupyterLab
 # make book   the notebooks as a static HTML book in build/book (executes those without an executed copy once)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast checkpoints sweep-shelf gate lab bench clean sweep-architectures expected-architectures sweep-releases book
+.PHONY: install demo test test-fast lint checkpoints sweep-shelf gate lab bench clean sweep-architectures expected-architectures sweep-releases book
 
 $(STAMP): pyproject.toml constraints.txt scripts/setup_env.sh
 	bash scripts/setup_env.sh $(VENV)
@@ -20,7 +20,7 @@ demo: install
 	$(PY) -m neuronhelpers checkpoints --install || echo "make demo: the shelf of real checkpoints could not be installed here; the demo sweeps twins only"
 	$(PY) -m neuronhelpers demo
 
-test: install checkpoints
+test: install checkpoints lint
 	bash scripts/install_browser.sh
 	$(PY) -m pytest
 
@@ -29,9 +29,14 @@ test: install checkpoints
 checkpoints: install
 	$(PY) -m neuronhelpers checkpoints --install --no-progress
 
-# The inner loop: every test that compiles nothing, builds no twin and starts no service (tests/conftest.py SLOW_TESTS).
-test-fast: install
+# The inner loop: every test that compiles nothing, builds no twin and starts no service (the rest carry
+# @pytest.mark.slow).
+test-fast: install lint
 	$(PY) -m pytest -m "not slow" -q
+
+# ruff, configured in pyproject.toml (line length 120; E, F, W, I, B and BLE rules): run first by both test targets.
+lint: install
+	$(VENV)/bin/ruff check
 
 # The expected-results gate (CI runs it): a fixed, representative slice of the architecture catalog (dense, MoE,
 # sliding-window, state-space, vision-language, and one without a twin) checked against the whole-library file.

@@ -15,10 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from neuronhelpers.run import compile_cache as cache
-from neuronhelpers.twins import build as twins
-from neuronhelpers.core.backends import get_backend
 from neuronhelpers import sweep_models
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.run import compile_cache
+from neuronhelpers.twins import build
 
 DEFAULT_MODELS = ["tiny/llama", "tiny/qwen3", "tiny/gpt2", "tiny/olmo2"]
 
@@ -26,7 +26,7 @@ DEFAULT_MODELS = ["tiny/llama", "tiny/qwen3", "tiny/gpt2", "tiny/olmo2"]
 def timed_sweep(models, home: Path, out: Path):
     os.environ["NEURONHELPERS_HOME"] = str(home)
     for model in models:  # building twins is not compilation: keep it out of the timing
-        twins.build_twin(model)
+        build.build_twin(model)
     start = time.perf_counter()
     rows = sweep_models(models, out, progress=False)
     return time.perf_counter() - start, rows
@@ -39,9 +39,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         cold_s, cold = timed_sweep(models, tmp / "home-cold", tmp / "results-cold")
-        target, files = cache.publish_cache(str(tmp / "published"), backend)
+        target, files = compile_cache.publish_cache(str(tmp / "published"), backend)
         os.environ["NEURONHELPERS_HOME"] = str(tmp / "home-warm")
-        cache.sync_cache(str(tmp / "published"), backend)
+        compile_cache.sync_cache(str(tmp / "published"), backend)
         warm_s, warm = timed_sweep(models, tmp / "home-warm", tmp / "results-warm")
         # The next release's sweep on the same machine: compile cache and CPU references both warm.
         again_s, again = timed_sweep(models, tmp / "home-warm", tmp / "results-again")

@@ -11,8 +11,7 @@ import random
 import tempfile
 import time
 
-from neuronhelpers.store import dataset
-from neuronhelpers.store import schema as results
+from neuronhelpers.store import dataset, schema
 
 
 def synthetic(folder: str, rows: int, pairs: int, seed: int = 0) -> list[str]:
@@ -24,16 +23,17 @@ def synthetic(folder: str, rows: int, pairs: int, seed: int = 0) -> list[str]:
         batch = []
         for model in models:
             ok = rng.random() < 0.7
-            batch.append(results.new_row(
+            batch.append(schema.new_row(
                 model_id=model, task="text-generation", result="PASS" if ok else "FAIL",
                 stage=None if ok else rng.choice(["load", "compile", "run", "oom", "timeout", "mismatch"]),
                 verification="exact" if ok else None, error=None if ok else "RuntimeError: synthetic",
                 neuron_cores=rng.choice([1, 2, 4, 8, 16]), backend="neuron", compiler="neuronx-cc",
                 compiler_version=compiler_version, neuronx_cc=compiler_version, library="transformers",
-                library_version=library_version, wall_s=rng.uniform(10, 900), peak_memory_bytes=rng.randrange(2**30, 2**36),
+                library_version=library_version, wall_s=rng.uniform(10, 900),
+                peak_memory_bytes=rng.randrange(2**30, 2**36),
                 tokens=list(range(32)), run_py=run_py, packages="torch==2.13.0\ntransformers==5.23.0",
             ))
-        dataset.write_table_atomic(results.rows_to_table(batch), f"{folder}/{dataset.version_pair_file(batch[0])}")
+        dataset.write_table_atomic(schema.rows_to_table(batch), f"{folder}/{dataset.version_pair_file(batch[0])}")
     return models
 
 

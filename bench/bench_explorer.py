@@ -45,13 +45,14 @@ def main():
     def filters(view, texts):
         ui.view.value = view
         for text in texts:
-            timings.append(timed(lambda: setattr(ui.name, "value", text)))
+            timings.append(timed(lambda text=text: setattr(ui.name, "value", text)))
 
     filters("Trending", ["org1", "org12", "model-5", "", "qwen", "org3/model-1003", "", "org9"])
     filters("Selected", ["llama", "", "Qwen"])
     filters("Architectures", ["model-1", "", "model-2", "model-", ""])
     median = statistics.median(timings)
-    sort_click = statistics.median(timed(lambda c=c: ui._headers[c].click()) for c in ("result", "wall time (s)", "model"))
+    sort_click = statistics.median(timed(lambda c=c: ui._headers[c].click())
+                                   for c in ("result", "wall time (s)", "model"))
     page_turn = statistics.median(timed(lambda: ui.next_page.click()) for _ in range(3))
     assert len(ui.table) == 300, len(ui.table)
     # Compiler versions that have rows with the library version shown: each pick re-filters the 100k rows.

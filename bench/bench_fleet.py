@@ -44,7 +44,8 @@ def run_stats(out: Path) -> str:
 
     df = load_results(out)
     return (f"mean run.py {df.wall_s.mean():.1f} s, compile {df.compile_s.mean():.1f} s, "
-            f"cache hits {int(df.cache_hit.sum())}/{len(df)}, cached references {int(df.reference_cached.sum())}/{len(df)}")
+            f"cache hits {int(df.cache_hit.sum())}/{len(df)}, cached references "
+            f"{int(df.reference_cached.sum())}/{len(df)}")
 
 
 def rows(out: Path) -> dict:
@@ -97,9 +98,10 @@ def main():
         for model in sorted(local):
             r = fleet.get(model, {})
             print(f"  {model:14s} local {local[model]['result']} ({local[model]['verification']}) "
-                  f"ray {r.get('result')} ({r.get('verification')}) tokens equal: {local[model]['tokens'] == r.get('tokens')}")
-        print(f"wall time: local {' '.join(f'{s:.1f}' for s in local_s)} s; Ray {' '.join(f'{s:.1f}' for s in ray_s)} s; "
-              f"Ray / local: {sum(ray_s) / sum(local_s):.2f}")
+                  f"ray {r.get('result')} ({r.get('verification')}) tokens equal: "
+                  f"{local[model]['tokens'] == r.get('tokens')}")
+        print(f"wall time: local {' '.join(f'{s:.1f}' for s in local_s)} s; Ray "
+              f"{' '.join(f'{s:.1f}' for s in ray_s)} s; Ray / local: {sum(ray_s) / sum(local_s):.2f}")
         logging.shutdown()
 
 

@@ -21,11 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from neuronhelpers.process import tree
-from neuronhelpers.twins import build as twins
 from neuronhelpers.core.backends import get_backend
+from neuronhelpers.process import tree
 from neuronhelpers.run.compile_cache import cache_env
 from neuronhelpers.sweep.local import sweep_models
+from neuronhelpers.twins import build
 
 MODELS = ["tiny/llama", "tiny/qwen3", "tiny/gpt2", "tiny/olmo2", "tiny/qwen2", "tiny/smollm3", "tiny/granite",
           "tiny/phi3"]
@@ -52,8 +52,8 @@ def breakdown(label: str, rows: list[dict], total: float) -> None:
 
     print(f"  {label:28s} {total / len(rows):5.1f} s/model: run.py {mean('wall_s'):.1f} (load {mean('load_s'):.2f}, "
           f"compile {mean('compile_s'):.2f}, generate {mean('generate_s'):.2f}), reference and harness "
-          f"{total / len(rows) - mean('wall_s'):.1f}; retraced {sum(bool(r.get('retraced')) for r in rows)}/{len(rows)}, "
-          f"results {sorted({r['result'] for r in rows})}")
+          f"{total / len(rows) - mean('wall_s'):.1f}; retraced "
+          f"{sum(bool(r.get('retraced')) for r in rows)}/{len(rows)}, results {sorted({r['result'] for r in rows})}")
 
 
 def bare_runs(rows: list[dict], folder: Path) -> float:
@@ -82,7 +82,7 @@ def main():
         twin_home = tmp / "twins"
         os.environ["NEURONHELPERS_HOME"] = str(tmp)  # the twins are built once, into tmp/twins
         for model in models:
-            twins.build_twin(model)
+            build.build_twin(model)
 
         use_home(tmp / "serial", twin_home)
         cold_serial, rows_cold = timed_sweep(models, tmp / "out-serial")

@@ -28,7 +28,8 @@ def main(argv=None) -> int:
 
     started = time.monotonic()
     try:
-        paths = build_book(args.executed, args.out, notebooks_dir=ROOT / "notebooks", execute_missing=args.execute_missing)
+        paths = build_book(args.executed, args.out, notebooks_dir=ROOT / "notebooks",
+                           execute_missing=args.execute_missing)
     except UserError as err:
         print(f"book: {err}", file=sys.stderr)
         return 2

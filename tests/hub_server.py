@@ -204,7 +204,8 @@ class HubServer:
             for depth in range(1, len(rest)):  # the folders on the way
                 folder = prefix + "/".join(rest[:depth])
                 if recursive or depth == 1:
-                    entries.setdefault(folder, {"type": "directory", "oid": self._tree_id(commit, folder), "path": folder})
+                    entries.setdefault(folder, {"type": "directory", "oid": self._tree_id(commit, folder),
+                                                "path": folder})
             if recursive or len(rest) == 1:
                 entries[file_path] = {"type": "file", "oid": git_blob_id(data), "size": len(data), "path": file_path}
         if path and not entries:
@@ -269,7 +270,8 @@ class HubServer:
         if path not in commit.files:
             raise _error(404, f"{path} does not exist on {rev}", "EntryNotFound", **{"X-Repo-Commit": commit.sha})
         data = commit.files[path]
-        headers = {"X-Repo-Commit": commit.sha, "ETag": f'"{git_blob_id(data)}"', "Content-Type": "application/octet-stream"}
+        headers = {"X-Repo-Commit": commit.sha, "ETag": f'"{git_blob_id(data)}"',
+                   "Content-Type": "application/octet-stream"}
         raise _Reply(200, headers=headers, raw=data)
 
     # --- storage -------------------------------------------------------------------------------
@@ -307,13 +309,14 @@ class HubServer:
         for commits in self.repos[repo].values():
             if commit in commits:
                 upto = commits[:commits.index(commit) + 1]
-                return next((c for c in reversed(upto) if any(p == path or p.startswith(path + "/") for p in c.changed)),
-                            upto[0])
+                return next((c for c in reversed(upto)
+                             if any(p == path or p.startswith(path + "/") for p in c.changed)), upto[0])
         return commit
 
     @staticmethod
     def _tree_id(commit, folder) -> str:
-        listing = "".join(f"{p}:{git_blob_id(d)}" for p, d in sorted(commit.files.items()) if p.startswith(folder + "/"))
+        listing = "".join(f"{p}:{git_blob_id(d)}" for p, d in sorted(commit.files.items())
+                          if p.startswith(folder + "/"))
         return hashlib.sha1(listing.encode()).hexdigest()
 
 

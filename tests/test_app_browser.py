@@ -27,14 +27,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ARTIFACTS, CHROMIUM, ROOT, launch_chromium
-from neuronhelpers.store import dataset
-from neuronhelpers.recipes import render
-from neuronhelpers.store import schema as results
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.models.resolve import resolve_model
 from neuronhelpers.models.selected import SELECTED
+from neuronhelpers.recipes import render
+from neuronhelpers.store import dataset, schema
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (make test installs it)")
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason="Debian's chromium is not installed (make test installs it)")
 XSS = "<img src=x onerror=\"window.__pwned = 1\">"
 FOREIGN = "other-tool-neuronx-cc-2.21.parquet"
 RUN_PY = {}
@@ -66,21 +66,22 @@ def served(tmp_path_factory):
     common = dict(task="text-generation", neuron_cores=1, backend="cpu", compiler="inductor", compiler_version="2.13.0",
                   library="transformers", library_version="5.23.0", wall_s=9.5, peak_memory_bytes=2**29)
     dataset.append_rows(folder, [
-        results.new_row(model_id="tiny/llama", twin_of="llama", model_type="llama", result="PASS", verification="exact",
+        schema.new_row(model_id="tiny/llama", twin_of="llama", model_type="llama", result="PASS", verification="exact",
                         run_py=run_py, requirements="torch==2.13.0\ntransformers==5.23.0\n", compile_s=6.25,
                         generate_s=0.84, decode_tokens_per_s=38.5, neuron_sdk="2.27.0", **common),
-        results.new_row(model_id="tiny/qwen3", twin_of="qwen3", model_type="qwen3", result="PASS", verification="exact",
+        schema.new_row(model_id="tiny/qwen3", twin_of="qwen3", model_type="qwen3", result="PASS", verification="exact",
                         run_py="# run.py\n", **{**common, "wall_s": 14.429868023000012}),
-        results.new_row(model_id="tiny/gemma2", twin_of="gemma2", model_type="gemma2", result="FAIL", stage="compile",
+        schema.new_row(model_id="tiny/gemma2", twin_of="gemma2", model_type="gemma2", result="FAIL", stage="compile",
                         cause=f"FailOnRecompileLimitHit {XSS}", error=f"FailOnRecompileLimitHit {XSS}",
                         run_py=f"# {XSS}\n", **common),
-        results.new_row(model_id="Qwen/Qwen3-0.6B", model_type="qwen3", result="PASS", verification="exact",
+        schema.new_row(model_id="Qwen/Qwen3-0.6B", model_type="qwen3", result="PASS", verification="exact",
                         run_py="# run.py\n", **{**common, "wall_s": 31.0}),
     ])
     write_foreign(folder)
     yield from _serve(folder)
 
 
+@pytest.mark.slow
 def test_a_catalog_user_browses_the_served_page(served):
     from playwright.sync_api import sync_playwright
 
@@ -175,13 +176,15 @@ def served_published(tmp_path_factory):
     folder = example.write_published_example(tmp_path_factory.mktemp("app-published"))
     hostile = example.example_rows(example.NEWER).slice(0, 1).to_pylist()[0]
     hostile.update(model_id="Qwen/Qwen3-8B", neuronx_cc="2.21.0.0", notes=XSS, runner=f"runner {XSS}")
-    pq.write_table(pa.Table.from_pylist([hostile], schema=results.PUBLISHED_SCHEMA), folder / "data" / "hostile.parquet")
+    pq.write_table(pa.Table.from_pylist([hostile], schema=schema.PUBLISHED_SCHEMA),
+                   folder / "data" / "hostile.parquet")
     yield from _serve(folder)
 
 
 def _serve(folder: Path):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "neuronhelpers", "app", "--results", str(folder), "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "neuronhelpers", "app", "--results", str(folder),
+                             "--port", str(port)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 90
@@ -201,6 +204,7 @@ def _serve(folder: Path):
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_the_published_layout_shows_cores_memory_reason_date_and_runner(served_published):
     """explorer-published.png: the published layout's rows in the Selected view (cores, memory, what they ran on, the
     date, an exclusion's reason); explorer-published-detail.png: one model's published columns, as recorded."""

@@ -40,6 +40,7 @@ def started_with(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_to_the_app_takes_voila_and_its_kernels_down(tmp_path, how):
     dataset.append_rows(tmp_path / "results", [result_row("tiny/llama")])

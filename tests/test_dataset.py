@@ -8,11 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import result_row
-from neuronhelpers.store import card
-from neuronhelpers.store import dataset
-from neuronhelpers.store import schema as results
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.store import card, dataset, schema
 
 
 def row(model_id, result="PASS", **overrides):
@@ -42,7 +40,7 @@ def test_rewriting_a_row_replaces_it_and_leaves_no_temp_files(tmp_path):
 
 
 def test_older_files_without_newer_columns_read_as_null(tmp_path):
-    table = results.rows_to_table([row("old/model")]).drop_columns(["ttft_s", "decode_tokens_per_s"])
+    table = schema.rows_to_table([row("old/model")]).drop_columns(["ttft_s", "decode_tokens_per_s"])
     (tmp_path / "data").mkdir()
     pq.write_table(table, tmp_path / "data" / "old.parquet")
     dataset.append_rows(tmp_path, [row("new/model", ttft_s=0.5)])
@@ -65,9 +63,9 @@ def test_truncated_and_foreign_files_are_named_and_skipped(tmp_path):
 
 
 def test_a_file_with_an_unknown_result_value_is_kept_and_named_in_one_warning(tmp_path):
-    bad = results.new_row(model_id="x", result="PASS", verification="exact")
+    bad = schema.new_row(model_id="x", result="PASS", verification="exact")
     table = pa.Table.from_pylist([{**bad, "result": "SORTA"}, {**bad, "model_id": "y", "result": "SORTA"}],
-                                 schema=results.SCHEMA)
+                                 schema=schema.SCHEMA)
     (tmp_path / "data").mkdir()
     pq.write_table(table, tmp_path / "data" / "bad.parquet")
     with pytest.warns(dataset.DatasetWarning, match="bad.parquet holds values outside .*result 'SORTA'") as caught:
@@ -90,7 +88,7 @@ def test_a_file_with_only_the_published_columns_reads_with_the_rest_null(tmp_pat
         warnings.simplefilter("error")  # a valid foreign file reads without a warning
         df = dataset.load_results(tmp_path).set_index("model_id")
     # our columns, then the published names of two of them (tp is neuron_cores, tested_at the timestamp)
-    assert list(df.columns) == [c for c in results.COLUMN_NAMES if c != "model_id"] + list(results.ALIASES)
+    assert list(df.columns) == [c for c in schema.COLUMN_NAMES if c != "model_id"] + list(schema.ALIASES)
     assert df.loc["meta-llama/Llama-3.1-8B", "neuron_cores"] == 4 and df.loc["Qwen/Qwen3-0.6B", "result"] == "PASS"
     assert df.loc["meta-llama/Llama-3.1-8B", "tp"] == 4
     # a row naming a neuronx-cc version ran on Trainium: the pickers and diff place it by compiler
@@ -108,7 +106,7 @@ def test_card_explains_every_vocabulary_value_and_column():
     text = card.render_card()
     assert text.startswith("---\nlicense: apache-2.0")
     for value in [*vocab.RESULTS, *vocab.STAGES, *vocab.UNTESTED_STAGES, *vocab.VERIFICATIONS, *vocab.TASKS,
-                  *results.COLUMN_NAMES]:
+                  *schema.COLUMN_NAMES]:
         assert f"`{value}`" in text, value
     assert "path: data/*.parquet" in text
 
@@ -120,7 +118,8 @@ def test_one_newest_row_rule_puts_rows_without_a_timestamp_oldest():
     from neuronhelpers.store.dataset import newest_per_model
     from neuronhelpers.store.diff import diff_results
 
-    old = pd.DataFrame({"model_id": ["m", "m"], "result": ["PASS", "FAIL"], "error": [None, "boom"], "stage": [None, "run"],
+    old = pd.DataFrame({"model_id": ["m", "m"], "result": ["PASS", "FAIL"], "error": [None, "boom"],
+                        "stage": [None, "run"],
                         "wall_s": [10.0, 10.0], "peak_memory_bytes": [1, 1],
                         "timestamp": [pd.Timestamp("2026-01-02", tz="UTC"), pd.NaT]})
     assert newest_per_model(old)["result"].tolist() == ["PASS"]

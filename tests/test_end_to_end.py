@@ -7,10 +7,10 @@ import sys
 import pytest
 
 from conftest import run_cli
-from neuronhelpers.twins import build as twins
-from neuronhelpers.run.harness import run_model
 from neuronhelpers.models.resolve import resolve_model
 from neuronhelpers.process.tree import last_json_line
+from neuronhelpers.run.harness import run_model
+from neuronhelpers.twins import build
 
 
 @pytest.fixture(scope="module")
@@ -20,6 +20,7 @@ def qwen3_row():
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_cli_run_qwen3_passes_exactly(qwen3_row):
     row = qwen3_row
     assert (row["model_id"], row["result"], row["verification"]) == ("tiny/qwen3", "PASS", "exact")
@@ -32,6 +33,7 @@ def test_cli_run_qwen3_passes_exactly(qwen3_row):
     assert "transformers==" in row["packages"] and "torch==" in row["requirements"]
 
 
+@pytest.mark.slow
 def test_saved_run_py_alone_prints_the_same_tokens(qwen3_row, tmp_path):
     """A user saves run.py elsewhere and runs `python3 run.py`: same tokens, no neuronhelpers involved."""
     (tmp_path / "run.py").write_text(qwen3_row["run_py"])
@@ -43,15 +45,17 @@ def test_saved_run_py_alone_prints_the_same_tokens(qwen3_row, tmp_path):
     assert result["ok"] and result["tokens"] == qwen3_row["tokens"]
 
 
+@pytest.mark.slow
 def test_vlm_twin_runs_end_to_end():
     row = run_model("tiny/llava")
     assert (row["result"], row["verification"], row["task"]) == ("PASS", "exact", "image-text-to-text"), row["error"]
     assert len(row["tokens"]) == 32 and row["peak_memory_bytes"] > 0
 
 
+@pytest.mark.slow
 def test_perturbed_weight_is_caught_as_mismatch(tmp_path):
     """One weight perturbed for the device run only: FAIL at stage mismatch with the divergence index."""
-    perturbed = twins.broken_twin("llama", tmp_path / "llama-perturbed", "perturbed")
+    perturbed = build.broken_twin("llama", tmp_path / "llama-perturbed", "perturbed")
     device_model = resolve_model(str(perturbed))
     row = run_model(device_model, reference_model=resolve_model("tiny/llama"))
     assert (row["result"], row["stage"]) == ("FAIL", "mismatch")
@@ -60,6 +64,7 @@ def test_perturbed_weight_is_caught_as_mismatch(tmp_path):
     assert f"token {row['first_divergence']}" in row["error"]
 
 
+@pytest.mark.slow
 def test_a_model_generate_runs_eagerly_is_a_compile_failure_never_a_pass():
     """RWKV keeps its own recurrent state: transformers' generate() finds no compileable cache and silently runs
     the eager forward. The recipe asks for a compiled forward, so this is FAIL at compile, not a PASS."""

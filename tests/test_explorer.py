@@ -14,12 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import result_row
+from neuronhelpers.core import vocab
+from neuronhelpers.models import rankings
+from neuronhelpers.models.selected import SELECTED
 from neuronhelpers.store import dataset
 from neuronhelpers.ui import explorer
-from neuronhelpers.models import rankings as hub
-from neuronhelpers.core import vocab
 from neuronhelpers.ui.explorer import Explorer, render_detail_html, sort_table, view_summary, view_table
-from neuronhelpers.models.selected import SELECTED
 
 XSS_SCRIPT = "<script>alert('pwned')</script>"
 XSS_IMG = '<img src=x onerror="alert(1)">'
@@ -70,8 +70,8 @@ RANKINGS = pd.DataFrame([
      "model_type": "llava", "downloads": 7},
     {"view": "trending", "task": "feature-extraction", "rank": 1, "model_id": "sentence-transformers/all-MiniLM-L6-v2",
      "model_type": "bert", "downloads": 10},
-    {"view": "downloads", "task": "text-generation", "rank": 1, "model_id": "openai-community/gpt2", "model_type": "gpt2",
-     "downloads": 9_000_000},
+    {"view": "downloads", "task": "text-generation", "rank": 1, "model_id": "openai-community/gpt2",
+     "model_type": "gpt2", "downloads": 9_000_000},
 ])
 
 
@@ -109,7 +109,8 @@ def test_selected_view_shows_results_untested_and_exclusions_without_cores(df):
     assert table.at["openai/gpt-oss-20b", "note"] == "not a priority yet"
     # A recorded EXCLUDED row never shows a core count or timings: nothing ran.
     assert table.at["deepseek-ai/DeepSeek-V3", "result"] == "EXCLUDED"
-    assert pd.isna(table.at["deepseek-ai/DeepSeek-V3", "cores"]) and pd.isna(table.at["deepseek-ai/DeepSeek-V3", "wall time (s)"])
+    assert pd.isna(table.at["deepseek-ai/DeepSeek-V3", "cores"]) and pd.isna(
+        table.at["deepseek-ai/DeepSeek-V3", "wall time (s)"])
     assert "far more than 16" in table.at["deepseek-ai/DeepSeek-V3", "note"]
     assert table.at["meta-llama/Llama-3.3-70B-Instruct", "cores"] == 8
     assert set(table["task"]) == {e.task for e in SELECTED}
@@ -123,7 +124,8 @@ def test_rankings_views_show_rank_downloads_task_and_twin_hints_never_as_results
     assert list(trending.model) == ["Qwen/Qwen3-0.6B", "someone/untested-model", "someone/other-qwen3"]
     assert list(trending["rank"]) == [1, 2, 3] and trending.at[1, "downloads"] == 45000
     assert list(trending.result) == ["PASS", "untested", "untested"]
-    assert trending.at[1, "note"] == "architecture twin tiny/gemma2: FAIL at run: RuntimeError: cache shape @ transformers"
+    assert trending.at[1, "note"] == ("architecture twin tiny/gemma2: FAIL at run: RuntimeError: cache shape @ "
+                                      "transformers")
     assert trending.at[2, "note"] == "architecture twin tiny/qwen3: PASS"
     assert trending.at[0, "note"] == ""  # a tested model gets no hint
     assert list(view_table("Trending", df, RANKINGS, task="image-text-to-text").model) == ["llava-hf/llava-1.5-7b-hf"]
@@ -194,7 +196,8 @@ def test_detail_has_the_reproduce_line_downloads_sdk_and_rounded_history(df):
     html_text = render_detail_html(detail)
     assert "14.429868" not in html_text and "14.4" in html_text
     for downloaded, text in (("run.py", "print('hello')\n"), ("requirements.txt", "torch==2.13.0\n")):
-        match = re.search(f'download="{re.escape(downloaded)}" href="data:[^;]+;charset=utf-8;base64,([^"]+)"', html_text)
+        match = re.search(f'download="{re.escape(downloaded)}" '
+                          'href="data:[^;]+;charset=utf-8;base64,([^"]+)"', html_text)
         assert match and base64.b64decode(match.group(1)).decode() == text
     assert 'class="nh-runpy nh-scroll' in html_text and "max-height:320px" in html_text
     assert "Neuron SDK" in html_text and "2.27.0" in html_text and "9.9 s" in html_text and "71.2 tokens/s" in html_text
@@ -276,7 +279,8 @@ def test_a_foreign_results_file_is_shown_with_one_notice_naming_it(tmp_path):
     assert "COMPILED" in ui.page_text() and "1 other results" in ui.summary_html.value
     # Plain pandas columns only (no loader): missing columns are null, nothing crashes.
     raw = pd.read_parquet(path)
-    assert by_model(view_table("Selected", raw, compiler_version="2.21.18209.0")).at["Qwen/Qwen3-0.6B", "result"] == "PASS"
+    assert by_model(view_table("Selected", raw, compiler_version="2.21.18209.0")).at[
+        "Qwen/Qwen3-0.6B", "result"] == "PASS"
     assert explorer.model_detail(raw, "someone/model")["error"] == "RuntimeError: boom"
 
 
@@ -410,12 +414,12 @@ def test_dataset_strings_are_escaped_in_every_html_the_widget_renders(tmp_path):
 
 
 def test_the_shipped_sample_is_labelled_and_carries_every_models_architecture(tmp_path):
-    sample = hub.load_rankings(tmp_path / "none")
-    assert sample.attrs["source"] == "sample" and "sample" in hub.ranking_label(sample)
-    assert "2026-11-30" in hub.ranking_label(sample)
+    sample = rankings.load_rankings(tmp_path / "none")
+    assert sample.attrs["source"] == "sample" and "sample" in rankings.ranking_label(sample)
+    assert "2026-11-30" in rankings.ranking_label(sample)
     assert set(sample.view) == {"trending", "downloads"} and set(sample.task) == set(vocab.TASKS)
     assert sample["model_type"].notna().all()
-    types = dict(zip(sample.model_id, sample.model_type))
+    types = dict(zip(sample.model_id, sample.model_type, strict=True))
     assert types["Qwen/Qwen3-0.6B"] == "qwen3" and types["llava-hf/llava-1.5-7b-hf"] == "llava"
 
 
@@ -433,7 +437,7 @@ def test_fetch_rankings_asks_for_each_models_config_in_the_listing(tmp_path):
             return [ModelInfo(id=f"{pipeline_tag}/{sort}-{i}", downloads=i, trendingScore=i, likes=0,
                               pipeline_tag=pipeline_tag, config=config if i else None) for i in range(3)]
 
-    fresh = hub.fetch_rankings(api=StandInApi(), limit=3)
+    fresh = rankings.fetch_rankings(api=StandInApi(), limit=3)
     assert {c["sort"] for c in calls} == {"trending_score", "downloads"} and len(calls) == 2 * len(vocab.TASKS)
     for call in calls:
         assert {"config", "pipeline_tag", "downloads", "trendingScore"} <= set(call["expand"])
@@ -441,20 +445,23 @@ def test_fetch_rankings_asks_for_each_models_config_in_the_listing(tmp_path):
     assert list(fresh[fresh.view == "downloads"].model_id[:1]) == ["text-generation/downloads-0"]
     first = fresh[(fresh.view == "trending") & (fresh.task == "text-generation")]
     assert first.model_type.isna().tolist() == [True, False, False] and first.model_type.iloc[1] == "qwen3"
-    assert set(fresh[fresh.task == "text-to-image"].model_type.dropna()) == {"flux", "NewPipeline"}  # denoiser, if known
-    hub.save_snapshot(fresh, tmp_path)
-    loaded = hub.load_rankings(tmp_path)
+    # the denoiser's model type, if known
+    assert set(fresh[fresh.task == "text-to-image"].model_type.dropna()) == {"flux", "NewPipeline"}
+    rankings.save_snapshot(fresh, tmp_path)
+    loaded = rankings.load_rankings(tmp_path)
     assert loaded.attrs["source"] == "hub" and len(loaded) == len(fresh)
-    assert list(loaded[(loaded.view == "trending") & (loaded.task == "text-generation")].model_type[1:]) == ["qwen3"] * 2
+    assert list(loaded[(loaded.view == "trending") & (loaded.task == "text-generation")].model_type[1:]) == (
+        ["qwen3"] * 2)
 
 
 def test_an_older_snapshot_without_architectures_still_loads(tmp_path):
     (tmp_path / "rankings-2026-01-01.json").write_text(
-        '{"date": "2026-01-01", "rows": [{"view": "trending", "task": "text-generation", "rank": 1, "model_id": "a/b"}]}')
-    frame = hub.load_rankings(tmp_path)
+        '{"date": "2026-01-01", "rows": [{"view": "trending", "task": "text-generation", "rank": 1, '
+        '"model_id": "a/b"}]}')
+    frame = rankings.load_rankings(tmp_path)
     assert frame.attrs["date"] == "2026-01-01" and frame["model_type"].isna().all()
-    assert list(view_table("Trending", pd.DataFrame({"model_id": [], "result": []}), frame, task="text-generation").result) == \
-        ["untested"]
+    assert list(view_table("Trending", pd.DataFrame({"model_id": [], "result": []}), frame,
+                           task="text-generation").result) == ["untested"]
 
 
 def test_rankings_command_says_which_rankings_are_used_and_refuses_quietly_offline():

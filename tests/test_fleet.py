@@ -19,8 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT, resumed_results
-from neuronhelpers.store import dataset
-from neuronhelpers.store import schema as results
+from neuronhelpers.store import dataset, schema
 from neuronhelpers.sweep.fleet import FleetReport, Scheduling, fits, shortfall, sweep_on_ray, task_request
 
 OBJECT_STORE = 100 * 2**20
@@ -73,7 +72,7 @@ def stand_in(delay: float = 0.5, marks: str | None = None, doomed: str | None = 
             os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(300 if node == doomed else delay)
         planned = prepare_run(model, backend=backend, cores=cores)
-        return results.new_row(**planned.identity(), result="PASS", verification="exact",
+        return schema.new_row(**planned.identity(), result="PASS", verification="exact",
                                packages=versions.installed_packages())
 
     return work
@@ -87,22 +86,24 @@ def test_request_and_feasibility_by_planned_cores():
     assert neuron == {"CPU": 1, "neuron_cores": 8}  # Ray's built-in resource; host memory is not the limit there
     cpu = task_request(planned, get_backend("cpu"))
     assert cpu["CPU"] == 8 and cpu["memory"] > 2 * 10**9
-    nodes = [{"id": "a", "resources": {"CPU": 8, "neuron_cores": 4}}, {"id": "b", "resources": {"CPU": 8, "neuron_cores": 16}}]
+    nodes = [{"id": "a", "resources": {"CPU": 8, "neuron_cores": 4}},
+             {"id": "b", "resources": {"CPU": 8, "neuron_cores": 16}}]
     assert fits(neuron, nodes) and not fits({"CPU": 1, "neuron_cores": 32}, nodes)
     assert shortfall({"CPU": 1, "neuron_cores": 32}, nodes) == \
         "it needs 32 neuron_cores on one node and the largest live node has 16"
 
 
 def test_without_ray_the_option_is_one_line_that_says_how_to_install(monkeypatch, capsys, tmp_path):
-    from neuronhelpers.cli import main as cli
+    from neuronhelpers.cli import main as cli_main
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
-    assert cli.main(["sweep", "tiny/qwen2", "--out", str(tmp_path), "--ray", "local"]) == 2
+    assert cli_main.main(["sweep", "tiny/qwen2", "--out", str(tmp_path), "--ray", "local"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install -e '.[fleet]'" in err[0], err
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.slow
 def test_models_land_on_nodes_with_the_cores_their_plan_asks_for(cluster, tmp_path, monkeypatch):
     """Models planned on 2 cores run on the 2-core node only (the 1-core node stays idle); the driver appends each
     row once; a second sweep submits nothing. (Real runs through the harness: the SIGKILL test below.)"""
@@ -127,6 +128,7 @@ def test_models_land_on_nodes_with_the_cores_their_plan_asks_for(cluster, tmp_pa
     assert again.planned == 0  # both recognised as recorded before anything was submitted
 
 
+@pytest.mark.slow
 def test_a_model_needing_more_cores_than_any_node_is_an_untested_row_not_a_hang(cluster, tmp_path, monkeypatch):
     from neuronhelpers.run.harness import plan_run
 
@@ -146,6 +148,7 @@ def test_a_model_needing_more_cores_than_any_node_is_an_untested_row_not_a_hang(
     assert got["tiny/gpt2"]["result"] == "EXCLUDED" and "cannot be split" in got["tiny/gpt2"]["error"]
 
 
+@pytest.mark.slow
 def test_a_task_that_keeps_dying_is_retried_a_bounded_number_of_times_then_recorded_untested(cluster, tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -170,6 +173,7 @@ def _hold(release: str) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_a_node_lost_mid_sweep_loses_and_duplicates_nothing(cluster, tmp_path):
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -242,6 +246,7 @@ def _run_processes_under_ray_workers() -> set[int]:
             if ("neuronhelpers.process.forkserver" in cmd or "run.py" in cmd) and under_worker(pid)}
 
 
+@pytest.mark.slow
 def test_real_twins_on_the_cluster_and_a_driver_killed_with_sigkill_resumes(cluster, tmp_path):
     """The CLI on the cluster, real runs end to end (the harness runs each rendered run.py on a worker node): the
     driver is killed with SIGKILL after its first row, and the same command finishes the rest."""

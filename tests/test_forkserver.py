@@ -41,6 +41,7 @@ def write(tmp_path, text, name="probe.py"):
     return str(path)
 
 
+@pytest.mark.slow
 def test_a_forked_run_is_its_own_session_with_the_callers_argv_env_and_cwd(tmp_path, fresh_server):
     script = write(tmp_path, SCRIPT)
     work = tmp_path / "work"
@@ -54,6 +55,7 @@ def test_a_forked_run_is_its_own_session_with_the_callers_argv_env_and_cwd(tmp_p
     assert got["torch_preloaded"]  # torch was imported once, by the server
 
 
+@pytest.mark.slow
 def test_a_run_whose_environment_differs_at_import_time_starts_a_fresh_python(tmp_path, fresh_server):
     script = write(tmp_path, SCRIPT)
     tree.shared_fork_server()
@@ -62,6 +64,7 @@ def test_a_run_whose_environment_differs_at_import_time_starts_a_fresh_python(tm
     assert not outcome.payload["torch_preloaded"]
 
 
+@pytest.mark.slow
 def test_a_forked_run_past_its_timeout_is_killed_with_its_children(tmp_path, fresh_server):
     script = write(tmp_path, "import subprocess, sys, time\n"
                              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
@@ -74,11 +77,13 @@ def test_a_forked_run_past_its_timeout_is_killed_with_its_children(tmp_path, fre
     assert not alive(grandchild), "a process the run started outlived the kill"
 
 
+@pytest.mark.slow
 def test_a_crash_in_a_forked_run_is_its_exit_status(tmp_path, fresh_server):
     outcome = tree.execute(write(tmp_path, "import ctypes; ctypes.string_at(0)\n"), timeout=60)
     assert outcome.launcher == "fork" and outcome.signal_name == "SIGSEGV"
 
 
+@pytest.mark.slow
 def test_when_the_server_dies_runs_fall_back_to_a_fresh_python(tmp_path, fresh_server):
     server = tree.shared_fork_server()
     os.killpg(server.proc.pid, signal.SIGKILL)

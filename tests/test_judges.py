@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from neuronhelpers.run import judge
 from neuronhelpers.core import network
-from neuronhelpers.recipes import render
-from neuronhelpers.twins import shrink, tokenizers
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.recipes import render
+from neuronhelpers.run import judge
 from neuronhelpers.run.judge import DEFAULT_JUDGE_MODEL, JUDGE_MODEL_ENV, LexicalJudge, LMJudge, make_judge
+from neuronhelpers.twins import shrink, tokenizers
 
 HELD_OUT = [
     "My grandmother kept her recipes in a tin box, and every winter she baked ginger cookies for the whole family.",
@@ -146,7 +146,8 @@ def _pydoc_prose_words() -> list[str]:
 
 def test_held_out_english_shares_no_content_word_with_the_twin_corpus_or_prompts(degenerate):
     """Guards the held-out set: judged English must not be the twins' corpus or prompts in other words."""
-    prompts = [p for v in render.PROMPTS.values() for p in ([v] if isinstance(v, str) else v)]  # a task may have several
+    # a task may have several prompts
+    prompts = [p for v in render.PROMPTS.values() for p in ([v] if isinstance(v, str) else v)]
     ours = {_stem(w) for w in _words(tokenizers.CORPUS + " " + " ".join(prompts))}
     assert len(HELD_OUT) >= 20 and len(degenerate) >= 20
     for sentence in HELD_OUT:
@@ -199,7 +200,8 @@ def test_lexical_judge_accepts_held_out_english_and_rejects_degenerate_output(de
     for kind in ("byte garbage", "repetition loop", "random letters", "single repeated word", "empty or very short"):
         assert not [t for k, t in missed if k == kind], f"the lexical judge accepted {kind}"
     verdict = judge.judge(HELD_OUT[0])
-    assert (verdict.verification, judge.name) == ("judge_lexical", "lexical") and verdict.reason.startswith("common words")
+    assert (verdict.verification, judge.name) == ("judge_lexical", "lexical") and verdict.reason.startswith(
+        "common words")
 
 
 # ---- a tiny local LM judge, trained on the Python docs -----------------------------------------------------
@@ -214,9 +216,10 @@ def tiny_lm(tmp_path_factory):
     """The llama twin architecture (hidden 128, 2 layers) with a byte-level BPE (1000 tokens), both trained on
     the prose of the Python docs (pydoc_data.topics: not the held-out set, not the twin corpus): 400 steps of
     16 x 64 tokens, one thread (about 60 s on 2 shared cores)."""
+    from pydoc_data.topics import topics
+
     import torch
     import transformers
-    from pydoc_data.topics import topics
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers.utils import logging as hf_logging
 
@@ -256,13 +259,15 @@ def tiny_lm(tmp_path_factory):
     return str(path)
 
 
+@pytest.mark.slow
 def test_lm_judge_accuracy_on_held_out_english_and_degenerate_output(tiny_lm, degenerate, capsys):
     """Guards the LM judge's accuracy with a tiny local LM. Measured: held-out 30/30 accepted, degenerate 24/30
     rejected (all five shuffles of real words pass: the tiny LM, trained on technical prose, scores them inside
     the English range; so does the shortest token soup, 12 tokens decoding to 4 word-like pieces at perplexity
-    641, inside held-out English's 62..693; every other kind is rejected, longer soups at 8,800..36,600). Floors: 90% / 75%. Perplexity orders the kinds: soup,
-    garbage and random letters score far above English (asserted: 3x the held-out geometric mean), and a shuffle
-    scores above its own sentence for 82 of 90 shuffles (asserted: 75%)."""
+    641, inside held-out English's 62..693; every other kind is rejected, longer soups at 8,800..36,600). Floors:
+    90% / 75%. Perplexity orders the kinds: soup, garbage and random letters score far above English (asserted: 3x
+    the held-out geometric mean), and a shuffle scores above its own sentence for 82 of 90 shuffles (asserted:
+    75%)."""
     judge = LMJudge(tiny_lm, max_perplexity=TINY_LM_MAX_PERPLEXITY)
     held, degen, missed = _accuracy(judge, HELD_OUT, degenerate)
     by_ppl = sum(judge.perplexity(t) > TINY_LM_MAX_PERPLEXITY for _, t in degenerate) / len(degenerate)
@@ -309,6 +314,7 @@ def test_lm_judge_rejects_a_fluent_repetition_loop_whatever_its_perplexity(tiny_
 
 # ---- the real default judge, offline: SmolLM2-135M-Instruct from the shelf ----------------------------------
 
+@pytest.mark.slow
 def test_offline_the_default_judge_is_the_shelf_smollm2_and_reads_real_english(degenerate, monkeypatch, capsys):
     """Guards issue 19's offline judge: with the Hub unreachable, make_judge() is the LM judge on the shelf's real
     SmolLM2-135M-Instruct (installed by `make checkpoints`; this test fails, never skips, without it), its name and

@@ -11,17 +11,16 @@ import sys
 import pytest
 
 from conftest import imported_modules, run_cli
-from neuronhelpers.twins import libraries as library_twins
-from neuronhelpers.recipes import render
-from neuronhelpers.store import schema as results
-from neuronhelpers.twins import build as twins
 from neuronhelpers.core import vocab
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.core.errors import UserError
-from neuronhelpers.run.harness import run_model
 from neuronhelpers.models.resolve import ModelRef, resolve_model
 from neuronhelpers.plan.cores import one_variant, pipeline_parameters, plan_model
 from neuronhelpers.process.tree import last_json_line
+from neuronhelpers.recipes import render
+from neuronhelpers.run.harness import run_model
+from neuronhelpers.store import schema
+from neuronhelpers.twins import build, libraries
 from neuronhelpers.verdict.verify import verify_outputs
 
 EMBEDDING_TWINS = ["tiny/st-bert", "tiny/st-qwen3"]
@@ -32,53 +31,56 @@ SD = ModelRef("tiny/sd-unet", "/twins/sd-unet", vocab.TEXT_TO_IMAGE, "unet2d", t
 
 # ---- twins ------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_twins_command_lists_the_new_tasks_twins():
     for task, expected in ((vocab.FEATURE_EXTRACTION, EMBEDDING_TWINS), (vocab.TEXT_TO_IMAGE, DIFFUSION_TWINS)):
-        assert [spec.model_id for spec in twins.architectures(task)] == expected
+        assert [spec.model_id for spec in build.architectures(task)] == expected
         out = run_cli("twins", "--task", task).stdout
         assert all(twin in out for twin in expected) and "tiny/qwen3 " not in out
 
 
+@pytest.mark.slow
 def test_a_library_twin_is_its_own_twin_not_the_transformers_one_of_the_same_architecture():
-    assert twins.twin_spec("tiny/st-bert").task == vocab.FEATURE_EXTRACTION
-    assert twins.twin_spec("tiny/bert").task == vocab.TEXT_GENERATION
+    assert build.twin_spec("tiny/st-bert").task == vocab.FEATURE_EXTRACTION
+    assert build.twin_spec("tiny/bert").task == vocab.TEXT_GENERATION
     ref = resolve_model("tiny/st-qwen3")
     assert (ref.task, ref.model_type, ref.twin_of) == (vocab.FEATURE_EXTRACTION, "qwen3", "qwen3")
-    assert (twins.build_twin("tiny/st-qwen3") / "modules.json").is_file()
+    assert (build.build_twin("tiny/st-qwen3") / "modules.json").is_file()
 
 
+@pytest.mark.slow
 def test_twins_are_real_library_checkpoints_built_offline_and_tiny():
     import torch
     from diffusers import DiffusionPipeline
     from sentence_transformers import SentenceTransformer
 
-    st = SentenceTransformer(str(twins.build_twin("tiny/st-bert")), device="cpu")
+    st = SentenceTransformer(str(build.build_twin("tiny/st-bert")), device="cpu")
     assert [type(m).__name__ for m in st] == ["Transformer", "Pooling", "Normalize"]
     assert st[0].auto_model.config.model_type == "bert"
     for twin, pipeline, denoiser in (("tiny/sd-unet", "StableDiffusionPipeline", "UNet2DConditionModel"),
                                      ("tiny/pixart-dit", "PixArtSigmaPipeline", "PixArtTransformer2DModel")):
-        pipe = DiffusionPipeline.from_pretrained(str(twins.build_twin(twin)))
+        pipe = DiffusionPipeline.from_pretrained(str(build.build_twin(twin)))
         assert type(pipe).__name__ == pipeline
         assert type(getattr(pipe, "unet", None) or pipe.transformer).__name__ == denoiser
         parameters = sum(p.numel() for c in pipe.components.values() if isinstance(c, torch.nn.Module)
                          for p in c.parameters())
-        assert parameters < twins.MAX_TWIN_PARAMETERS
+        assert parameters < build.MAX_TWIN_PARAMETERS
 
 
 def test_a_twin_that_does_not_run_eagerly_is_refused(tmp_path, monkeypatch):
     from neuronhelpers.recipes import sentence_transformers_encode
 
-    spec = twins.twin_spec("tiny/st-bert")
+    spec = build.twin_spec("tiny/st-bert")
     folder = tmp_path / "twin"
     folder.mkdir()
-    library_twins.write_twin(spec, folder)
+    libraries.write_twin(spec, folder)
 
     def broken(model, params):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(sentence_transformers_encode, "encode", broken)
     with pytest.raises(RuntimeError, match="boom") as info:
-        library_twins.check_twin_runs(spec, folder)
+        libraries.check_twin_runs(spec, folder)
     assert info.value.twin_step == "eager check"
 
 
@@ -95,7 +97,8 @@ def test_run_py_is_self_contained_stdlib_torch_and_the_library(tmp_path, ref, li
     path.write_text(text)
     py_compile.compile(str(path), doraise=True)
     modules = imported_modules(text)
-    assert modules - set(sys.stdlib_module_names) == {"torch", module, "torch_neuronx"}  # a neuron rank: see test_recipe
+    # a neuron rank: see test_recipe
+    assert modules - set(sys.stdlib_module_names) == {"torch", module, "torch_neuronx"}
     order = [text.index(marker) for marker in ("PARAMS = {", "def main(", "def device_run(", "def load(",
                                                "def reference_run(", "def sharded_run(", "def emit(")]
     assert order == sorted(order) and "render: drop" not in text
@@ -131,7 +134,8 @@ def test_embeddings_are_graded_exact_within_tolerance_or_mismatch_with_the_figur
     assert far["max_abs_diff"] == pytest.approx(0.2) and far["min_cosine"] == pytest.approx(0.96)
     assert "float32 tolerance" in far["error"] and far["cause"]
     # The same difference is within bfloat16's tolerance.
-    assert verify_outputs({**params, "dtype": "bfloat16"}, _embeddings([[0.6 + 1e-3, 0.8], [1.0, 0.0]]), ref)["result"] == "PASS"
+    assert verify_outputs({**params, "dtype": "bfloat16"}, _embeddings([[0.6 + 1e-3, 0.8], [1.0, 0.0]]),
+                          ref)["result"] == "PASS"
 
 
 def test_images_are_graded_by_psnr_and_max_abs_difference():
@@ -150,7 +154,8 @@ def test_images_are_graded_by_psnr_and_max_abs_difference():
     noisy[0, 0, 0] += 0.5
     far = verify_outputs(params, image_payload(noisy), ref)
     assert (far["result"], far["stage"]) == ("FAIL", "mismatch")
-    assert far["max_abs_diff"] == pytest.approx(0.5) and far["tolerance"] == vocab.IMAGE_TOLERANCE["float32"]["max_abs_diff"]
+    assert far["max_abs_diff"] == pytest.approx(0.5) and (
+        far["tolerance"] == vocab.IMAGE_TOLERANCE["float32"]["max_abs_diff"])
     resized = verify_outputs(params, image_payload(image[:, :4, :4]), ref)
     assert resized["result"] == "FAIL" and "size" in resized["error"]
 
@@ -184,9 +189,9 @@ def test_the_card_states_the_tolerances():
 def test_local_folders_resolve_to_their_library_task(tmp_path):
     import shutil
 
-    st = resolve_model(str(twins.build_twin("tiny/st-bert")))
+    st = resolve_model(str(build.build_twin("tiny/st-bert")))
     assert (st.task, st.model_type, st.twin_of) == (vocab.FEATURE_EXTRACTION, "bert", None)
-    sd = resolve_model(str(twins.perturbed_twin("tiny/pixart-dit", tmp_path / "pixart")))
+    sd = resolve_model(str(build.perturbed_twin("tiny/pixart-dit", tmp_path / "pixart")))
     assert (sd.task, sd.model_type) == (vocab.TEXT_TO_IMAGE, "pixart")
     broken = tmp_path / "no-denoiser"
     shutil.copytree(tmp_path / "pixart", broken)
@@ -196,7 +201,7 @@ def test_local_folders_resolve_to_their_library_task(tmp_path):
     with pytest.raises(UserError, match="no unet or transformer"):
         resolve_model(str(broken))
     custom = tmp_path / "custom-module"
-    shutil.copytree(twins.build_twin("tiny/st-bert"), custom)
+    shutil.copytree(build.build_twin("tiny/st-bert"), custom)
     modules = json.loads((custom / "modules.json").read_text())
     modules[1]["type"] = "my_package.MyPooling"
     (custom / "modules.json").write_text(json.dumps(modules))
@@ -208,15 +213,16 @@ def test_the_planner_sums_a_pipelines_components():
     import torch
     from diffusers import DiffusionPipeline
 
-    folder = twins.build_twin("tiny/sd-unet")
+    folder = build.build_twin("tiny/sd-unet")
     pipe = DiffusionPipeline.from_pretrained(str(folder))
-    expected = sum(p.numel() for c in pipe.components.values() if isinstance(c, torch.nn.Module) for p in c.parameters())
+    expected = sum(p.numel() for c in pipe.components.values() if isinstance(c, torch.nn.Module)
+                   for p in c.parameters())
     assert pipeline_parameters(folder) == expected
     plan = plan_model(resolve_model("tiny/sd-unet"), get_backend("cpu"))
     assert (plan.cores, plan.parallelism, plan.parameters) == (1, "none", expected)
     assert "every component" in plan.weight_source
     st_plan = plan_model(resolve_model("tiny/st-qwen3"), get_backend("cpu"))
-    assert st_plan.cores == 1 and st_plan.parameters == pipeline_parameters(twins.build_twin("tiny/st-qwen3"))
+    assert st_plan.cores == 1 and st_plan.parameters == pipeline_parameters(build.build_twin("tiny/st-qwen3"))
 
 
 def test_one_weight_variant_is_counted():
@@ -229,8 +235,8 @@ def test_one_weight_variant_is_counted():
 def test_the_selected_list_plans_the_new_libraries_from_published_counts():
     from neuronhelpers.models.selected import SELECTED, selected_twins
 
-    new = {e.model_id: e for e in SELECTED if e.task in library_twins.LIBRARY_TASKS}
-    assert {e.task for e in new.values()} == set(library_twins.LIBRARY_TASKS)
+    new = {e.model_id: e for e in SELECTED if e.task in libraries.LIBRARY_TASKS}
+    assert {e.task for e in new.values()} == set(libraries.LIBRARY_TASKS)
     assert new["Qwen/Qwen3-Embedding-0.6B"].cores == 1 and new["stabilityai/stable-diffusion-xl-base-1.0"].cores == 1
     flux = new["black-forest-labs/FLUX.1-schnell"]
     assert flux.cores is None and flux.excluded.startswith("incompatible")
@@ -240,9 +246,11 @@ def test_the_selected_list_plans_the_new_libraries_from_published_counts():
 
 # ---- end to end: run, verify, reproduce ---------------------------------------------------------------------
 
-FIGURES = {vocab.FEATURE_EXTRACTION: ("min_cosine", "items_per_s"), vocab.TEXT_TO_IMAGE: ("psnr_db", "step_s", "image_s")}
+FIGURES = {vocab.FEATURE_EXTRACTION: ("min_cosine", "items_per_s"),
+           vocab.TEXT_TO_IMAGE: ("psnr_db", "step_s", "image_s")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_id", EMBEDDING_TWINS + DIFFUSION_TWINS)
 def test_a_twin_passes_against_its_cpu_reference_with_its_figures(model_id, tmp_path):
     row = run_model(model_id, workdir=tmp_path)
@@ -253,20 +261,21 @@ def test_a_twin_passes_against_its_cpu_reference_with_its_figures(model_id, tmp_
     for column in ("load_s", "compile_s", "generate_s", "peak_memory_bytes", *FIGURES[row["task"]][1:]):
         assert row[column] is not None and row[column] >= 0, column
     assert row["tokens"] is None and row["neuron_cores"] == 1
-    results.validate_row(row)
+    schema.validate_row(row)
     payload = last_json_line((tmp_path / "device.stdout.txt").read_text())
     assert payload["warm_equals_cold"]
     if row["task"] == vocab.TEXT_TO_IMAGE:
-        assert payload["image_shape"] == [3, library_twins.IMAGE_SIZE, library_twins.IMAGE_SIZE]
+        assert payload["image_shape"] == [3, libraries.IMAGE_SIZE, libraries.IMAGE_SIZE]
         assert base64.b64decode(payload["image_png"]).startswith(b"\x89PNG")
         assert row["items_per_s"] == pytest.approx(1 / row["step_s"])
     else:
         assert len(payload["embeddings"]) == len(render.SENTENCES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_id", ["tiny/st-bert", "tiny/pixart-dit"])
 def test_a_perturbed_weight_fails_as_a_mismatch_with_the_figures(model_id, tmp_path):
-    broken = twins.perturbed_twin(model_id, tmp_path / "perturbed")
+    broken = build.perturbed_twin(model_id, tmp_path / "perturbed")
     row = run_model(str(broken), reference_model=model_id, workdir=tmp_path / "run")
     assert (row["result"], row["stage"]) == ("FAIL", "mismatch"), row["error"]
     assert row["max_abs_diff"] > row["tolerance"] and "tolerance" in row["error"]
@@ -274,9 +283,10 @@ def test_a_perturbed_weight_fails_as_a_mismatch_with_the_figures(model_id, tmp_p
         assert row["min_cosine"] < vocab.EMBEDDING_TOLERANCE["float32"]["min_cosine"]
     else:
         assert row["psnr_db"] < vocab.IMAGE_TOLERANCE["float32"]["min_psnr_db"]
-    results.validate_row(row)
+    schema.validate_row(row)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_id", ["tiny/st-qwen3", "tiny/sd-unet"])
 def test_the_stored_run_py_alone_reproduces_the_output(model_id, tmp_path):
     row = run_model(model_id, workdir=tmp_path / "run")

@@ -6,9 +6,9 @@ import shutil
 import pytest
 
 from conftest import run_cli
-from neuronhelpers.twins import build as twins
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.models.resolve import resolve_model
+from neuronhelpers.twins import build
 
 
 def test_twin_resolves_to_a_labelled_ref():
@@ -17,15 +17,16 @@ def test_twin_resolves_to_a_labelled_ref():
     assert resolve_model("tiny/llava").task == "image-text-to-text"
 
 
+@pytest.mark.slow
 def test_local_folder_resolves_with_task_from_its_model_type():
-    ref = resolve_model(str(twins.build_twin("gemma3")))
+    ref = resolve_model(str(build.build_twin("gemma3")))
     assert (ref.task, ref.model_type, ref.twin_of) == ("image-text-to-text", "gemma3", None)
 
 
 def test_a_relative_folder_resolves_to_the_absolute_path_that_run_py_loads(twin_copy, monkeypatch):
     """run.py runs in another working directory: the path it loads must be the one the row names."""
-    from neuronhelpers.recipes import render
     from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.recipes import render
 
     monkeypatch.chdir(twin_copy.parent)
     ref = resolve_model("ckpt")
@@ -34,6 +35,7 @@ def test_a_relative_folder_resolves_to_the_absolute_path_that_run_py_loads(twin_
     assert params["model_path"] == params["model_id"] == str(twin_copy.resolve())
 
 
+@pytest.mark.slow
 def test_cli_run_of_a_relative_folder_passes_without_reaching_for_the_hub(twin_copy):
     """`neuronhelpers run ckpt` from the folder's parent, offline: the same PASS as the absolute path, quickly
     (before the fix: FAIL at load after ~48 s of retrying the Hub with 'ckpt' as a repo id)."""
@@ -72,7 +74,7 @@ def test_folder_without_config(tmp_path):
 @pytest.fixture
 def twin_copy(tmp_path):
     dest = tmp_path / "ckpt"
-    shutil.copytree(twins.build_twin("llama"), dest)
+    shutil.copytree(build.build_twin("llama"), dest)
     return dest
 
 
@@ -100,6 +102,7 @@ def test_unknown_architecture_without_remote_code(twin_copy):
         resolve_model(str(twin_copy))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["tiny/nope", "nobody/nothing", "??"])
 def test_cli_bad_model_is_one_line_exit_2_no_traceback(model):
     proc = run_cli("run", model)
@@ -109,6 +112,7 @@ def test_cli_bad_model_is_one_line_exit_2_no_traceback(model):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_cli_verbose_shows_the_traceback():
     proc = run_cli("--verbose", "run", "tiny/nope")
     assert proc.returncode != 0 and "Traceback" in proc.stderr

@@ -53,6 +53,7 @@ def test_offline_switch_wins_without_probing(monkeypatch):
     assert network.hub_reachable() is False
 
 
+@pytest.mark.slow
 def test_doctor_says_the_hub_is_unreachable(unreachable_hub):
     proc = run_cli("doctor")
     line = next(line for line in proc.stdout.splitlines() if "Hugging Face Hub" in line)

@@ -32,7 +32,8 @@ def lesson(number: str, *, executed: bool):
              new_code_cell("A = 1", metadata={"tags": ["parameters"]})]
     if executed:
         cells += [new_code_cell("A = '/tmp/INJECTED'", metadata={"tags": ["injected-parameters"]}),
-                  new_code_cell("print(A)", execution_count=1, outputs=[new_output("stream", name="stdout", text="1\n")]),
+                  new_code_cell("print(A)", execution_count=1,
+                                outputs=[new_output("stream", name="stdout", text="1\n")]),
                   new_code_cell("ANSWER = 42\nANSWER", execution_count=2,
                                 metadata={"tags": ["solution"], "jupyter": {"source_hidden": True}},
                                 outputs=[new_output("execute_result", execution_count=2, data={"text/plain": "42"})])]
@@ -74,6 +75,7 @@ def test_the_title_is_the_first_heading_and_the_overview_its_first_sentence():
     assert lesson_heading(new_notebook(), "03_x") == ("03_x", "")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (make test installs it)")
 def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path):
     from playwright.sync_api import sync_playwright
@@ -91,7 +93,7 @@ def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path
     assert links == [p.stem + ".html" for p in NOTEBOOKS]  # all six, in lesson order
     titles = [lesson_heading(nbformat.read(EXECUTED / p.name, as_version=4), p.stem)[0] for p in NOTEBOOKS]
     solutions = 0
-    for source, path in zip(NOTEBOOKS, paths):
+    for source, path in zip(NOTEBOOKS, paths, strict=False):
         page = path.read_text()
         assert "celltag_injected-parameters" not in page and not CDN.search(page), path.name
         cells = nbformat.read(EXECUTED / source.name, as_version=4).cells

@@ -3,9 +3,9 @@ requires; the CLI lists every command with its own help."""
 
 import os
 import re
-import tomllib
 
 import pytest
+import tomllib
 import yaml
 
 from conftest import ROOT, run_cli
@@ -24,6 +24,7 @@ def test_environment_yml_names_the_same_dependencies_as_pyproject():
     assert "-e .[test,models]" in pip
 
 
+@pytest.mark.slow
 def test_setup_keeps_the_torch_a_python_already_has(tmp_path):
     """As on a Neuron Deep Learning Container: the Python running setup has torch (and torch-neuronx); the
     venv must see that torch, not install another (a reinstall would break the SDK)."""
@@ -92,13 +93,13 @@ def _words(text: str) -> str:
 
 
 def test_cli_help_lists_every_command_with_the_summary_its_own_help_opens_with(capsys):
-    from neuronhelpers.cli import main as cli
+    from neuronhelpers.cli import main as cli_main
 
     listed = _listed_commands(run_cli("--help").stdout)
     assert sorted(listed) == sorted(COMMANDS)
     for command in COMMANDS:
         with pytest.raises(SystemExit) as done:
-            cli.main([command, "--help"])
+            cli_main.main([command, "--help"])
         own = capsys.readouterr().out
         assert done.value.code == 0 and own.startswith(f"usage: neuronhelpers {command} ["), own[:200]
         description = own.split("\n\n", 2)[1]  # after the usage: the command's own description

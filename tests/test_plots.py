@@ -11,8 +11,8 @@ import pytest  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
+from neuronhelpers.store import schema  # noqa: E402
 from neuronhelpers.ui import plots
-from neuronhelpers.store import schema as results  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +27,7 @@ def frame():
                                               ("PASS", None, "5.24.0"), ("PASS", None, "5.24.0"),
                                               ("FAIL", "oom", "5.24.0"), ("EXCLUDED", None, "5.24.0")]):
         extra = {"verification": "exact"} if result == "PASS" else {}
-        rows.append(results.new_row(model_id=f"m{i}", result=result, stage=stage, compiler="neuronx-cc",
+        rows.append(schema.new_row(model_id=f"m{i}", result=result, stage=stage, compiler="neuronx-cc",
                                     compiler_version="2.21", library="transformers", library_version=lib,
                                     parameters=10**(8 + i), wall_s=10.0 * (i + 1), peak_memory_bytes=2**30 * (i + 1),
                                     **extra))
@@ -40,11 +40,12 @@ def architectures():
             ("gemma2", "PASS", None, None), ("gemma2", "FAIL", "compile", "Unsupported: data-dependent branch"),
             ("gemma2", "FAIL", "compile", "Unsupported: data-dependent branch"),
             ("qwen3_moe", "FAIL", "compile", "Unsupported: data-dependent branch"),
-            ("mamba", "FAIL", "run", "RuntimeError: cache shape"), ("jamba", "UNTESTED", "twin", "config cannot shrink")]
+            ("mamba", "FAIL", "run", "RuntimeError: cache shape"),
+            ("jamba", "UNTESTED", "twin", "config cannot shrink")]
     rows = []
     for i, (mt, result, stage, cause) in enumerate(spec):
         extra = {"verification": "exact"} if result == "PASS" else {}
-        rows.append(results.new_row(model_id=f"tiny/{mt}-{i}", model_type=mt, twin_of=mt, result=result, stage=stage,
+        rows.append(schema.new_row(model_id=f"tiny/{mt}-{i}", model_type=mt, twin_of=mt, result=result, stage=stage,
                                     cause=cause, **extra))
     return pd.DataFrame(rows)
 
@@ -59,7 +60,7 @@ def legend_matches_bars(ax):
     drawn = {}
     for container in ax.containers:
         drawn[container.get_label()] = {to_hex(p.get_facecolor()) for p in container.patches}
-    for handle, text in zip(legend.legend_handles, legend.get_texts()):
+    for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=False):
         assert drawn[text.get_text()] == {to_hex(handle.get_facecolor())}
     assert legend.get_bbox_to_anchor().x0 >= ax.get_window_extent().x1  # right of the plotting area: covers no bar
 
@@ -99,13 +100,14 @@ def test_time_and_memory_scatter_has_a_point_per_tested_row():
         assert_teaches(ax)
     colours = {to_hex(c.get_facecolor()[0]): c.get_label() for c in axes[1].collections}
     legend = axes[1].get_legend()
-    assert {to_hex(h.get_facecolor()[0]): t.get_text() for h, t in zip(legend.legend_handles, legend.get_texts())} == colours
+    assert {to_hex(h.get_facecolor()[0]): t.get_text()
+            for h, t in zip(legend.legend_handles, legend.get_texts(), strict=False)} == colours
 
 
 def test_pass_rate_by_family_counts_each_model_once():
     ax = plots.pass_rate_by_family(architectures())
     families = [t.get_text() for t in ax.get_yticklabels()]
-    rates = dict(zip(families, (round(p.get_width(), 1) for p in ax.patches)))
+    rates = dict(zip(families, (round(p.get_width(), 1) for p in ax.patches), strict=False))
     assert rates == {"gemma2": 33.3, "llama": 100.0, "qwen3_moe": 0.0, "mamba": 0.0}  # UNTESTED jamba: not tested
     assert families[-1] == "gemma2"  # most tested on top
     assert "33% (1/3)" in [t.get_text() for t in ax.texts]
@@ -160,16 +162,16 @@ def test_the_explorers_summary_chart_draws_the_numbers_and_colour_of_pass_rate_b
 
 def test_divergence_margins_puts_each_token_row_against_its_dtypes_tolerance():
     rows = pd.DataFrame([
-        results.new_row(model_id="near", result="PASS", verification="near_tie", first_divergence=3,
+        schema.new_row(model_id="near", result="PASS", verification="near_tie", first_divergence=3,
                         divergence_margin=0.1, dtype="bfloat16"),
-        results.new_row(model_id="far", result="FAIL", stage="mismatch", first_divergence=1, divergence_margin=3.0,
+        schema.new_row(model_id="far", result="FAIL", stage="mismatch", first_divergence=1, divergence_margin=3.0,
                         dtype="bfloat16"),
-        results.new_row(model_id="f32", result="FAIL", stage="mismatch", first_divergence=2, divergence_margin=0.08,
+        schema.new_row(model_id="f32", result="FAIL", stage="mismatch", first_divergence=2, divergence_margin=0.08,
                         dtype="float32"),
-        results.new_row(model_id="exact", result="PASS", verification="exact", dtype="bfloat16"),  # no margin
-        results.new_row(model_id="emb", result="FAIL", stage="mismatch", tolerance=1e-4, max_abs_diff=0.3,
+        schema.new_row(model_id="exact", result="PASS", verification="exact", dtype="bfloat16"),  # no margin
+        schema.new_row(model_id="emb", result="FAIL", stage="mismatch", tolerance=1e-4, max_abs_diff=0.3,
                         dtype="float32"),  # embeddings: no margin
-        results.new_row(model_id="broken", result="FAIL", stage="compile", dtype="float32")])
+        schema.new_row(model_id="broken", result="FAIL", stage="compile", dtype="float32")])
     ax = plots.divergence_margins(rows)
     assert_teaches(ax)
     points = {c.get_label(): (to_hex(c.get_facecolor()[0]), sorted(y for _, y in c.get_offsets()))
@@ -190,7 +192,7 @@ def test_divergence_margins_takes_row_dicts_and_says_when_there_is_nothing_to_dr
     ax = plots.divergence_margins([{"model_id": "m", "result": "PASS", "verification": "near_tie",
                                     "divergence_margin": 0.01, "first_divergence": 0, "dtype": "float16"}])
     assert sum(len(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection)) == 1
-    for empty in ([], pd.DataFrame([results.new_row(model_id="x", result="PASS", verification="exact")])):
+    for empty in ([], pd.DataFrame([schema.new_row(model_id="x", result="PASS", verification="exact")])):
         ax = plots.divergence_margins(empty)
         assert ax.get_title() and ax.texts and not ax.collections
 
@@ -207,7 +209,7 @@ def test_a_model_in_two_joined_folders_counts_once_per_version_pair():
 
 def test_verdicts_per_release_stacks_pass_fail_and_untested_per_library_and_compiler():
     rows = frame()
-    rows = pd.concat([rows, pd.DataFrame([results.new_row(model_id="m9", result="UNTESTED", stage="twin",
+    rows = pd.concat([rows, pd.DataFrame([schema.new_row(model_id="m9", result="UNTESTED", stage="twin",
                                                           compiler="neuronx-cc", compiler_version="2.21",
                                                           library="transformers", library_version="5.24.0")])])
     ax = plots.verdicts_per_release(rows)

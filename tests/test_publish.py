@@ -17,13 +17,12 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from conftest import result_row, run_cli
 from hub_server import EMPTY_AGENT_REGISTRY, HubServer
-from neuronhelpers.store import dataset as results_io
-from neuronhelpers.store import diff
-from neuronhelpers.store import publish
-from neuronhelpers.recipes import render
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.models.resolve import resolve_model
+from neuronhelpers.recipes import render
+from neuronhelpers.store import dataset as store_dataset
+from neuronhelpers.store import diff, publish
 
 REPO = "neuronhelpers-test/results"
 SECRET = "hf_THISISNOTAREALTOKENBUTMUSTNEVERBEWRITTEN"
@@ -40,7 +39,7 @@ def make_row(model_id="tiny/llama", result="PASS", wall=10.0, **overrides):
 @pytest.fixture
 def dataset(tmp_path):
     folder = tmp_path / "results"
-    results_io.append_rows(folder, [make_row("tiny/llama"), make_row("tiny/qwen3")])
+    store_dataset.append_rows(folder, [make_row("tiny/llama"), make_row("tiny/qwen3")])
     return folder
 
 
@@ -99,7 +98,7 @@ def test_publish_is_one_commit_and_then_only_changed_files(dataset, hub, api):
     assert first.commit_url == f"{hub.url}/datasets/{REPO}/commit/{hub.history(REPO)[0].sha}"
     again = publish.publish(dataset, REPO, api=api)
     assert again.changed == [] and hub.commits(REPO) == 1 and len(hub.requests_to("commit")) == 1  # no commit
-    results_io.append_rows(dataset, [make_row("tiny/gpt2", library_version="5.24.0")])
+    store_dataset.append_rows(dataset, [make_row("tiny/gpt2", library_version="5.24.0")])
     third = publish.publish(dataset, REPO, api=api)
     new_pair = "data/inductor-2.13.0__transformers-5.24.0.parquet"
     assert third.changed == [new_pair] and hub.commits(REPO) == 2 and hub.history(REPO)[1].changed == [new_pair]
@@ -121,7 +120,7 @@ def test_a_failed_upload_leaves_the_local_dataset_untouched(dataset, hub, api):
         publish.publish(dataset, REPO, api=api)
     assert failure.value.response.status_code == 500 and hub.commits(REPO) == 0
     assert snapshot(dataset) == before
-    assert results_io.load_results(dataset).shape[0] == 2
+    assert store_dataset.load_results(dataset).shape[0] == 2
 
 
 def test_the_token_from_hf_token_reaches_the_hub_only_in_the_authorization_header(dataset, hub, api):
@@ -197,7 +196,7 @@ def test_contribute_opens_a_pull_request_that_adds_rows(dataset, hub, api, tmp_p
     assert [r.method for r in hub.requests_to("resolve")] == ["HEAD", "GET"]  # started from the dataset's file
     (tmp_path / "pr" / "data").mkdir(parents=True)
     (tmp_path / "pr" / "data" / "x.parquet").write_bytes(hub.files(REPO, "refs/pr/1")[PAIR])
-    assert sorted(results_io.load_results(tmp_path / "pr").model_id) == ["tiny/gpt2", "tiny/llama", "tiny/qwen3"]
+    assert sorted(store_dataset.load_results(tmp_path / "pr").model_id) == ["tiny/gpt2", "tiny/llama", "tiny/qwen3"]
 
 
 def test_contribute_dry_run_shows_the_files(hub, api, tmp_path):
@@ -232,12 +231,12 @@ def test_publish_dry_run_from_the_cli(dataset):
 
 def test_diff_lists_regressions_improvements_and_changes(tmp_path):
     old, new = tmp_path / "old", tmp_path / "new"
-    results_io.append_rows(old, [make_row("a/pass-then-fail"), make_row("b/fail-then-pass", "FAIL"), make_row("c/dropped"),
-                              make_row("d/slower", wall=10.0)])
-    results_io.append_rows(new, [make_row("a/pass-then-fail", "FAIL", error="BackendCompilerFailed: boom"),
+    store_dataset.append_rows(old, [make_row("a/pass-then-fail"), make_row("b/fail-then-pass", "FAIL"),
+                                 make_row("c/dropped"), make_row("d/slower", wall=10.0)])
+    store_dataset.append_rows(new, [make_row("a/pass-then-fail", "FAIL", error="BackendCompilerFailed: boom"),
                               make_row("b/fail-then-pass"), make_row("e/new"), make_row("d/slower", wall=20.0)])
     changes = diff.diff_results(diff.load_side(old), diff.load_side(new))
-    got = dict(zip(changes.model_id, changes.change.astype(str)))
+    got = dict(zip(changes.model_id, changes.change.astype(str), strict=True))
     assert got == {"a/pass-then-fail": "regressed", "b/fail-then-pass": "improved", "c/dropped": "dropped",
                    "e/new": "new", "d/slower": "slower"}
     assert changes.set_index("model_id").at["a/pass-then-fail", "new_error"] == "BackendCompilerFailed: boom"
@@ -248,9 +247,10 @@ def test_diff_lists_regressions_improvements_and_changes(tmp_path):
 def test_diff_keeps_lost_and_reached_verdicts_apart_from_regressions_and_names_new_causes(tmp_path):
     old, new = tmp_path / "old", tmp_path / "new"
     untested = dict(stage="twin", error="no twin", neuron_cores=None)
-    results_io.append_rows(old, [make_row("a/pass-then-untested"), make_row("b/untested-then-fail", "UNTESTED", **untested),
+    store_dataset.append_rows(old, [make_row("a/pass-then-untested"),
+                                 make_row("b/untested-then-fail", "UNTESTED", **untested),
                                  make_row("c/fail-new-cause", "FAIL", cause="guard x")])
-    results_io.append_rows(new, [make_row("a/pass-then-untested", "UNTESTED", stage="dependency",
+    store_dataset.append_rows(new, [make_row("a/pass-then-untested", "UNTESTED", stage="dependency",
                                           error="needs torchvision", neuron_cores=None),
                                  make_row("b/untested-then-fail", "FAIL", cause="guard y"),
                                  make_row("c/fail-new-cause", "FAIL", cause="guard y")])
@@ -258,7 +258,8 @@ def test_diff_keeps_lost_and_reached_verdicts_apart_from_regressions_and_names_n
     assert changes.change.astype(str).to_dict() == {"a/pass-then-untested": "verdict lost",
                                                     "b/untested-then-fail": "verdict reached",
                                                     "c/fail-new-cause": "new cause"}
-    assert (changes.at["c/fail-new-cause", "old_cause"], changes.at["c/fail-new-cause", "new_cause"]) == ("guard x", "guard y")
+    assert (changes.at["c/fail-new-cause", "old_cause"],
+            changes.at["c/fail-new-cause", "new_cause"]) == ("guard x", "guard y")
 
 
 def test_release_steps_compare_one_library_and_one_version_at_a_time_and_the_cli_prints_each(tmp_path):
@@ -266,7 +267,7 @@ def test_release_steps_compare_one_library_and_one_version_at_a_time_and_the_cli
     transformers version against a sentence-transformers one."""
     folder = tmp_path / "catalog"
     tf = dict(library="transformers")
-    results_io.append_rows(folder, [
+    store_dataset.append_rows(folder, [
         result_row("tiny/a", compiler_version="2.13.0", library_version="5.23.0", **tf),
         result_row("tiny/b", "UNTESTED", stage="dependency", error="needs torchvision", compiler_version="2.13.0",
                    library_version="5.23.0", **tf),
@@ -276,7 +277,7 @@ def test_release_steps_compare_one_library_and_one_version_at_a_time_and_the_cli
         result_row("tiny/b", compiler_version="2.14.1", library_version="5.24.0", **tf),
         result_row("tiny/st", task="feature-extraction", library="sentence-transformers", library_version="6.2.0",
                    compiler_version="2.14.1")])
-    df = results_io.load_results(folder)
+    df = store_dataset.load_results(folder)
     steps = diff.release_steps(df)
     assert [s.label() for s in steps] == ["transformers 5.23.0 -> 5.24.0 on inductor 2.14.1",
                                           "inductor 2.13.0 -> 2.14.1 with transformers 5.23.0"]
@@ -284,7 +285,7 @@ def test_release_steps_compare_one_library_and_one_version_at_a_time_and_the_cli
     assert diff.change_counts(diff.release_changes(df, steps[0])) == {"regressed": 1}
     assert diff.change_counts(diff.release_changes(df, steps[1])) == {"verdict reached": 1}
     assert all(isinstance(n, int) for n in diff.change_counts(diff.release_changes(df, steps[1])).values())
-    counts = results_io.verdicts_per_pair(df)
+    counts = store_dataset.verdicts_per_pair(df)
     assert list(counts.library) == ["sentence-transformers 6.2.0", "transformers 5.24.0", "transformers 5.23.0",
                                     "transformers 5.23.0"]
     oldest = counts.iloc[-1]
@@ -296,13 +297,13 @@ def test_release_steps_compare_one_library_and_one_version_at_a_time_and_the_cli
     assert "    regressed: tiny/a (PASS -> FAIL): guard x" in proc.stdout
     assert "inductor 2.13.0 -> 2.14.1 with transformers 5.23.0: 1 verdict reached" in proc.stdout
     lone = tmp_path / "lone"
-    results_io.append_rows(lone, [result_row("tiny/a")])
+    store_dataset.append_rows(lone, [result_row("tiny/a")])
     refused = run_cli("diff", str(lone))
     assert refused.returncode == 2 and "nothing to compare" in refused.stderr
 
 
 def test_expected_results_gate_names_the_regressed_model(tmp_path):
-    results_io.append_rows(tmp_path / "r", [make_row("a/model", "FAIL"), make_row("b/model")])
+    store_dataset.append_rows(tmp_path / "r", [make_row("a/model", "FAIL"), make_row("b/model")])
     expected = tmp_path / "expected.csv"
     expected.write_text("model_id,result\na/model,PASS\nb/model,PASS\nc/model,FAIL\n")
     proc = run_cli("check", "--expected", str(expected), str(tmp_path / "r"))
@@ -317,7 +318,7 @@ def test_expected_results_gate_names_the_regressed_model(tmp_path):
 
 def test_the_gate_fails_on_an_unexpected_improvement_and_says_how_to_update(tmp_path):
     """A model expected to FAIL that now passes: the expected file is out of date, so the gate fails too."""
-    results_io.append_rows(tmp_path / "r", [make_row("a/model"), make_row("b/model", "FAIL")])
+    store_dataset.append_rows(tmp_path / "r", [make_row("a/model"), make_row("b/model", "FAIL")])
     expected = tmp_path / "expected.csv"
     expected.write_text("model_id,result,stage\na/model,FAIL,compile\nb/model,FAIL,compile\n")
     proc = run_cli("check", "--expected", str(expected), str(tmp_path / "r"))
@@ -330,7 +331,7 @@ def test_the_gate_fails_on_an_unexpected_improvement_and_says_how_to_update(tmp_
 
 
 def test_the_gate_fails_on_a_failure_that_moved_stage_and_notes_a_new_cause(tmp_path):
-    results_io.append_rows(tmp_path / "r", [make_row("a/model", "FAIL", stage="run", cause="X"),
+    store_dataset.append_rows(tmp_path / "r", [make_row("a/model", "FAIL", stage="run", cause="X"),
                                              make_row("b/model", "FAIL", cause="new cause")])
     expected = tmp_path / "expected.csv"
     expected.write_text("model_id,result,stage,cause\na/model,FAIL,compile,X\nb/model,FAIL,compile,old cause\n")
@@ -342,7 +343,7 @@ def test_the_gate_fails_on_a_failure_that_moved_stage_and_notes_a_new_cause(tmp_
 
 def test_the_gate_notes_a_pass_on_lower_evidence_and_a_new_graph_break_without_failing(tmp_path):
     """Evidence is reported by the gate, never failed on: the verdict gate stays a verdict gate."""
-    results_io.append_rows(tmp_path / "r", [make_row("a/model", evidence="judged", graph_breaks=0),
+    store_dataset.append_rows(tmp_path / "r", [make_row("a/model", evidence="judged", graph_breaks=0),
                                              make_row("b/model", evidence="exact", graph_breaks=2),
                                              make_row("c/model", evidence="exact", graph_breaks=0)])
     expected = tmp_path / "expected.csv"
@@ -361,7 +362,7 @@ def test_the_gate_notes_a_pass_on_lower_evidence_and_a_new_graph_break_without_f
 
 
 def test_a_slice_of_a_whole_library_file_checks_only_what_was_run(tmp_path):
-    results_io.append_rows(tmp_path / "r", [make_row("a/model")])
+    store_dataset.append_rows(tmp_path / "r", [make_row("a/model")])
     expected = tmp_path / "expected.csv"
     expected.write_text("model_id,result\na/model,PASS\nz/not-in-the-slice,FAIL\n")
     assert run_cli("check", "--expected", str(expected), str(tmp_path / "r")).returncode == 1
@@ -371,7 +372,7 @@ def test_a_slice_of_a_whole_library_file_checks_only_what_was_run(tmp_path):
 
 def test_rows_for_local_folders_are_never_published(tmp_path, hub, api):
     folder = tmp_path / "local"
-    results_io.append_rows(folder, [make_row("tiny/llama"), make_row(str(tmp_path / "my-checkpoint"))])
+    store_dataset.append_rows(folder, [make_row("tiny/llama"), make_row(str(tmp_path / "my-checkpoint"))])
     with pytest.raises(UserError, match="rows for local checkpoint folders .*my-checkpoint.*cannot be published"):
         publish.publish(folder, REPO, api=api)
     assert hub.requests == []

@@ -15,17 +15,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from huggingface_hub import HfApi
+from test_publish import REPO, api, hub, write_row  # noqa: F401 - the local Hub's fixtures
 
 from conftest import result_row, run_cli
-from test_publish import REPO, api, hub, write_row  # noqa: F401 - the local Hub's fixtures
+from neuronhelpers.analysis.agreement import trainium_agreement, trainium_agreement_line
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.models.resolve import ModelRef
 from neuronhelpers.recipes import render
 from neuronhelpers.store import card, dataset, example, publish, published, schema
 from neuronhelpers.store.example import NEWER, OLDER
-from neuronhelpers.analysis.agreement import trainium_agreement, trainium_agreement_line
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OLD_DIFFUSERS = FIXTURES / "inductor-2.13.0__diffusers-0.42.1.52-columns.parquet"  # catalog/data's file at f098795
@@ -127,10 +126,12 @@ def test_appending_to_a_published_layout_folder_keeps_every_row_exactly(publishe
     after = original(published_folder, OLDER)
     assert after.schema.equals(schema.PUBLISHED_SCHEMA)  # the 24 published columns, in order: `exclusion` added
     old = after.slice(0, before[OLDER].num_rows)
-    assert old.select(before[OLDER].column_names).equals(before[OLDER].cast(old.select(before[OLDER].column_names).schema))
+    assert old.select(before[OLDER].column_names).equals(
+        before[OLDER].cast(old.select(before[OLDER].column_names).schema))
     assert old.column("exclusion").null_count == before[OLDER].num_rows
     new = after.slice(before[OLDER].num_rows).to_pylist()[0]
-    assert (new["model_id"], new[schema.PUBLISHED_CORES], new["wall_s"], new["hbm_peak_gb"]) == ("Qwen/Qwen3-0.6B", 1, 402, 3.25)
+    assert (new["model_id"], new[schema.PUBLISHED_CORES], new["wall_s"], new["hbm_peak_gb"]) == (
+        "Qwen/Qwen3-0.6B", 1, 402, 3.25)
     assert new["tested_at"] == dt.datetime(2026, 12, 3, 8, 0, 0, 654000, tzinfo=dt.timezone.utc)
     assert new["runner"] is None and new["cpu_match"] is None and new["english"] is None  # never made up
     assert original(published_folder, NEWER).equals(before[NEWER])  # the other file untouched
@@ -235,6 +236,7 @@ def test_a_contribution_to_the_published_layout_keeps_every_row_and_adds_ours_in
     assert "README.md" not in plan.changed  # their card is theirs
 
 
+@pytest.mark.slow
 def test_a_twin_row_offered_to_the_published_layout_is_refused_in_one_line(published_repo, hub, api, tmp_path):  # noqa: F811
     from test_publish import make_row
 
@@ -294,14 +296,16 @@ def test_twins_against_trainium_count_agreements_name_each_disagreement_and_what
     assert by_model.loc["Qwen/Qwen3-0.6B", "twin_pair"] == "inductor 2.14.1, transformers 5.23.0"  # same release
     assert by_model.loc["openai-community/gpt2", "twin_pair"] == "inductor 2.14.1, transformers 5.24.0"  # the newest
     line = trainium_agreement_line(compared, outside)
-    assert line.startswith("example rows, made up (not measurements): twins agree with 5 of 7 models tested on Trainium")
-    assert ("mistralai/Mixtral-8x7B-Instruct-v0.1 (Trainium FAIL: RuntimeError: neuronx-cc failed: example error, not a "
-            "measurement; twin tiny/mixtral PASS, inductor 2.14.1, transformers 5.23.0)") in line
+    assert line.startswith("example rows, made up (not measurements): twins agree with 5 of 7 models "
+                           "tested on Trainium")
+    assert ("mistralai/Mixtral-8x7B-Instruct-v0.1 (Trainium FAIL: RuntimeError: neuronx-cc failed: example "
+            "error, not a measurement; twin tiny/mixtral PASS, inductor 2.14.1, transformers 5.23.0)") in line
     assert "openai-community/gpt2 (Trainium PASS; twin tiny/gpt2 FAIL: gpt2 broke in 5.24, inductor 2.14.1" in line
     assert line.endswith("outside the count: 1 excluded (deepseek-ai/DeepSeek-V3), 1 architecture unknown "
                          "(example-org/unknown-architecture-1B)")
 
 
+@pytest.mark.slow
 def test_the_causes_command_holds_the_catalog_against_a_trainium_folder(published_folder, tmp_path):
     catalog = tmp_path / "catalog"
     dataset.append_rows(catalog, dataset.row_records(small_catalog()))
@@ -333,10 +337,12 @@ def test_diff_and_causes_read_published_files(published_folder):
     older, newer = (str(published_folder / example.example_file(p)) for p in (OLDER, NEWER))
     proc = run_cli("diff", older, newer)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[0] == "5 new, 3 dropped" and "deepseek-ai/DeepSeek-V3     hub     new" in proc.stdout
+    assert proc.stdout.splitlines()[0] == "5 new, 3 dropped" and (
+        "deepseek-ai/DeepSeek-V3     hub     new" in proc.stdout)
     causes = run_cli("causes", str(published_folder), "--trainium", str(published_folder))
     # a Trainium FAIL records no cause: it is ranked by its error's first line, under the architectures it blocks
-    assert "   2  [no stage recorded] RuntimeError: neuronx-cc failed: example error, not a measurement" in causes.stdout
+    assert ("   2  [no stage recorded] RuntimeError: neuronx-cc failed: example error, not a measurement"
+            in causes.stdout)
     assert "gemma2, mixtral" in causes.stdout
 
 
@@ -367,9 +373,11 @@ def test_the_architectures_view_sets_each_twin_beside_the_trainium_models_of_its
 
     df = pd.concat([dataset.load_results(published_folder), pd.DataFrame(small_catalog())], ignore_index=True)
     table = view_table("Architectures", df, compiler_version="2.14.1", library_version="5.23.0").set_index("model")
-    assert table.loc["tiny/llama", ON_TRAINIUM] == ("twin agrees with 2 of 2: HuggingFaceTB/SmolLM2-135M-Instruct PASS, "
+    assert table.loc["tiny/llama", ON_TRAINIUM] == ("twin agrees with 2 of 2: "
+                                                    "HuggingFaceTB/SmolLM2-135M-Instruct PASS, "
                                                     "meta-llama/Llama-3.1-8B-Instruct PASS")
-    assert table.loc["tiny/mixtral", ON_TRAINIUM] == "twin agrees with 0 of 1: mistralai/Mixtral-8x7B-Instruct-v0.1 FAIL"
+    assert table.loc["tiny/mixtral", ON_TRAINIUM] == ("twin agrees with 0 of 1: "
+                                                      "mistralai/Mixtral-8x7B-Instruct-v0.1 FAIL")
     assert table.loc["tiny/llama", "ran on"] == "CPU twin"
     assert trainium_line(df).startswith("example rows, made up (not measurements): twins agree with 5 of 7")
 
@@ -387,7 +395,8 @@ def test_a_published_file_in_other_types_is_read_without_loss_and_written_in_its
     assert dataset.load_results(folder)["wall_s"].tolist() == [402.7, 1433.2]
     dataset.append_rows(folder, [trainium_row()])
     after = pq.read_table(folder / "data" / "file.parquet")
-    assert after.schema.field("wall_s").type == pa.float64() and after.schema.field(schema.PUBLISHED_CORES).type == pa.int64()
+    assert after.schema.field("wall_s").type == pa.float64() and (
+        after.schema.field(schema.PUBLISHED_CORES).type == pa.int64())
     assert after.slice(0, 2).equals(table) and after.column("wall_s").to_pylist()[2] == 402.0
 
 
@@ -408,7 +417,8 @@ def test_edge_cases_of_a_published_file_lose_nothing(tmp_path):
 
 
 def test_new_file_names_take_values_only_where_they_stand_whole():
-    assert published.name_pattern({"data/sdk-2.25.0/transformers-5.0.parquet": {("2.25.12.0", "transformers", "5.0")}}) \
+    assert published.name_pattern(
+        {"data/sdk-2.25.0/transformers-5.0.parquet": {("2.25.12.0", "transformers", "5.0")}}) \
         is None  # '5.0' inside '2.25.0' is no field: the name shows no pattern for neuronx_cc
     files = {"data/sdk-2.25.12.0/transformers-5.0.parquet": {("2.25.12.0", "transformers", "5.0")}}
     assert published.name_pattern(files) == "data/sdk-{neuronx_cc}/{library}-{library_version}.parquet"

@@ -2,16 +2,18 @@
 
 import os
 
+import pytest
+
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.models.resolve import resolve_model
 from neuronhelpers.recipes import render
 from neuronhelpers.run import reference
-from neuronhelpers.twins import build as twins
-from neuronhelpers.core.backends import get_backend
 from neuronhelpers.run.harness import run_model
-from neuronhelpers.models.resolve import resolve_model
+from neuronhelpers.twins import build
 
 
 def test_the_key_follows_the_checkpoint_and_the_parameters(tmp_path):
-    path = twins.broken_twin("llama", tmp_path / "llama", "perturbed")  # a private copy we may touch
+    path = build.broken_twin("llama", tmp_path / "llama", "perturbed")  # a private copy we may touch
     params = render.recipe_params(resolve_model(str(path)), get_backend("cpu"))
     key = reference.reference_key(params)
     assert key == reference.reference_key(dict(params))
@@ -26,6 +28,7 @@ def test_the_key_follows_the_checkpoint_and_the_parameters(tmp_path):
     assert reference.reference_key({**params, "model_path": "not-a-folder-or-cached-hub-id"}) is None
 
 
+@pytest.mark.slow
 def test_a_second_run_reuses_the_reference(tmp_path, monkeypatch, isolated_home):
     from neuronhelpers.run.compile_cache import cache_dir
 

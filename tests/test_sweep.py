@@ -26,6 +26,7 @@ def warm_llama():
     assert run_model("tiny/llama")["result"] == "PASS"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("launcher", ["fork", "spawn"])
 def test_injected_faults_become_classified_rows_and_the_sweep_finishes(tmp_path, monkeypatch, launcher, warm_llama):
     """The same faults under the pre-imported fork server and with a fresh Python per run."""
@@ -49,25 +50,27 @@ def test_injected_faults_become_classified_rows_and_the_sweep_finishes(tmp_path,
     assert set(got) == set(models)
     assert (got["tiny/gpt2"]["result"], got["tiny/gpt2"]["stage"]) == ("FAIL", "run")
     assert "SIGSEGV" in got["tiny/gpt2"]["error"]
-    assert (got["tiny/gpt_neox"]["stage"], got["tiny/gpt_neox"]["error"]) == ("timeout", "no result within 60 s; the run was stopped")
+    assert (got["tiny/gpt_neox"]["stage"], got["tiny/gpt_neox"]["error"]) == (
+        "timeout", "no result within 60 s; the run was stopped")
     assert got["tiny/falcon"]["stage"] == "oom", got["tiny/falcon"]["error"]
     assert got["tiny/granite"]["stage"] == "compile" and "injected fault" in got["tiny/granite"]["error"]
-    assert (got["tiny/llama"]["result"], got["tiny/llama"]["verification"]) == ("PASS", "exact"), got["tiny/llama"]["error"]
+    assert (got["tiny/llama"]["result"], got["tiny/llama"]["verification"]) == ("PASS", "exact"), (
+        got["tiny/llama"]["error"])
     # every row was written to the dataset, intact
     df = dataset.load_results(tmp_path).set_index("model_id")
     assert sorted(df.index) == sorted(models)
     assert df.loc["tiny/llama", "result"] == "PASS" and len(df.loc["tiny/llama", "tokens"]) == 32
 
 
+@pytest.mark.slow
 def test_a_second_sweep_runs_nothing_for_a_relative_folder_and_a_model_planned_on_two_cores(tmp_path, monkeypatch):
     """The resume key is the one the row carries (resolved folder path, planned cores): nothing is run twice."""
     import shutil
 
-    from neuronhelpers.twins import build as twins
-    from neuronhelpers.core.backends import get_backend
     from neuronhelpers.run.harness import plan_run
+    from neuronhelpers.twins import build
 
-    shutil.copytree(twins.build_twin("qwen2"), tmp_path / "ckpt")
+    shutil.copytree(build.build_twin("qwen2"), tmp_path / "ckpt")
     monkeypatch.chdir(tmp_path)
     # A per-core budget that holds two thirds of tiny/llama's weights: the planner needs two cores (TP).
     weights = plan_run("tiny/llama", backend="cpu").plan.weight_bytes
@@ -94,11 +97,13 @@ def test_a_verdict_replaces_an_untested_row_of_the_same_model_and_versions(tmp_p
     assert list(df.result) == ["PASS"]  # one row per model and versions: the verdict
 
 
+@pytest.mark.slow
 def test_bad_input_in_a_list_is_one_line_and_no_row(tmp_path, capsys):
     rows = sweep_models(["nobody/not-cached", "tiny/nope", "tiny/qwen2"], tmp_path, progress=False)
     assert [r["model_id"] for r in rows] == ["tiny/qwen2"]
     err = capsys.readouterr().err.splitlines()
-    assert any(line.startswith("skipped nobody/not-cached: model 'nobody/not-cached' is not in the local") for line in err)
+    assert any(line.startswith("skipped nobody/not-cached: model 'nobody/not-cached' is not in the local")
+               for line in err)
     assert any(line.startswith("skipped tiny/nope: unknown twin") for line in err)
     assert list(dataset.load_results(tmp_path).model_id) == ["tiny/qwen2"]
 
@@ -124,6 +129,7 @@ def warm_cache():
     return cache_dir(get_backend("cpu"))
 
 
+@pytest.mark.slow
 def test_kill_9_mid_sweep_then_rerun_keeps_finished_rows_and_runs_only_the_rest(tmp_path, isolated_home):
     home = tmp_path / "home"
     out = tmp_path / "out"
@@ -185,7 +191,8 @@ def test_the_sweeps_closing_table_shows_this_environments_version_pair_only(tmp_
     from neuronhelpers.core.backends import get_backend
 
     backend = get_backend("cpu")
-    mine = dict(compiler_version=versions.compiler_for(backend)[1], library_version=versions.library_version("transformers"))
+    mine = dict(compiler_version=versions.compiler_for(backend)[1],
+                library_version=versions.library_version("transformers"))
     dataset.append_rows(tmp_path, [result_row("tiny/llama", "PASS", **mine),
                                    result_row("tiny/llama", "FAIL", compiler_version="0.0.1", library_version="4.0.0"),
                                    result_row("tiny/other", "PASS", **mine)])

@@ -130,15 +130,15 @@ def test_mismatch_rules_without_the_prompts_inputs_fall_through_to_the_sequence_
 def test_a_twin_whose_probe_failed_is_not_saved_and_says_why(monkeypatch, tmp_path):
     """Before, the probe's error was dropped and the twin saved anyway (it then failed its eager check, or worse,
     passed it with the image ignored); now the probe's verdict is the twin's: UNTESTED (twin), "probe failed"."""
-    from neuronhelpers.twins import build as twins
+    from neuronhelpers.twins import build
     from neuronhelpers.twins.specs import TwinError
-    from neuronhelpers.twins.vision import build as vlm_twins
+    from neuronhelpers.twins.vision import build as vision_build
 
-    monkeypatch.setattr(vlm_twins, "_assemble", lambda model_type, ov: None)
-    monkeypatch.setattr(vlm_twins, "probe", lambda state: (None, None, "ValueError: 2 image tokens for 1 image"))
+    monkeypatch.setattr(vision_build, "_assemble", lambda model_type, ov: None)
+    monkeypatch.setattr(vision_build, "probe", lambda state: (None, None, "ValueError: 2 image tokens for 1 image"))
     with pytest.raises(TwinError, match="2 image tokens for 1 image") as caught:
-        vlm_twins.build_vlm_twin("llava", tmp_path / "twin")
+        vision_build.build_vlm_twin("llava", tmp_path / "twin")
     assert caught.value.twin_step == "probe" and not (tmp_path / "twin").exists()
-    unavailable = twins._unavailable(twins.twin_spec("llava"), caught.value)
+    unavailable = build._unavailable(build.twin_spec("llava"), caught.value)
     assert unavailable.stage == "twin" and unavailable.reason.startswith("probe failed: TwinError: ValueError")
     assert unavailable.cause.startswith("twin probe: ")

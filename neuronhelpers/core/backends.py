@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neuronhelpers.core.errors import UserError
+
 # Presence is read from /dev, never by asking torch-neuronx: a launching process must not start the runtime.
 from neuronhelpers.core.topology import neuron_device_present  # noqa: F401 - part of this module's interface
 

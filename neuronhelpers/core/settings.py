@@ -35,21 +35,24 @@ VARIABLES = {v.name: v for v in (
              "where twins, compile caches, CPU references, rankings snapshots and run folders live"),
     Variable(SHELF_ENV, None, "where the shelf of real checkpoints lives (default NEURONHELPERS_HOME/shelf)"),
     Variable(BACKEND_ENV, None, "force a backend (neuron, cuda or cpu) instead of detecting one"),
-    Variable("NEURONHELPERS_DATASET", "aws-neuron/torch-neuronx-model-support", "the published results dataset (Hub id)"),
+    Variable("NEURONHELPERS_DATASET", "aws-neuron/torch-neuronx-model-support",
+             "the published results dataset (Hub id)"),
     Variable("NEURONHELPERS_CACHE_BUCKET", "aws-neuron/torch-neuronx-neff-cache",
              "the Hub bucket of prebuilt compile caches, one neuronxcc-<version> folder per compiler version"),
     Variable(RESULTS_ENV, "results", "the results folder the explorer app (neuronhelpers app) opens"),
     Variable("NEURONHELPERS_CORE_GIB", "24", "memory of one core in GiB where the backend does not say (cpu, cuda)"),
-    Variable("NEURONHELPERS_HOST_GIB", None, "host memory a CPU reference may use, in GiB (default: half of this machine's RAM)"),
-    Variable("NEURONHELPERS_NEURON_CORES", None, "NeuronCores a local sweep shares out among its parallel jobs (default: "
-             "the instance's logical cores, from /dev/neuron* and NEURON_LOGICAL_NC_CONFIG)"),
+    Variable("NEURONHELPERS_HOST_GIB", None,
+             "host memory a CPU reference may use, in GiB (default: half of this machine's RAM)"),
+    Variable("NEURONHELPERS_NEURON_CORES", None, "NeuronCores a local sweep shares out among its parallel jobs "
+             "(default: the instance's logical cores, from /dev/neuron* and NEURON_LOGICAL_NC_CONFIG)"),
     Variable(EAGER_MAX_ENV, None, "the largest model (in parameters) given an eager run beside its compiled one (the "
              "speed-up; after a failure, whether the device runs it eagerly); 0 turns the eager runs off (default: the "
              "protocol's bound, core/protocol.py EAGER_MAX_PARAMETERS)"),
     Variable(FORK_SERVER_ENV, "1", "0 turns the pre-imported fork server off: every run starts a fresh Python"),
-    Variable(JUDGE_MODEL_ENV, "HuggingFaceTB/SmolLM2-135M-Instruct", "the causal LM that judges the text of sharded runs"),
-    Variable(HUB_UNREACHABLE_ENV, None, "set by the package when the Hub probe failed and offline mode was switched on; "
-             "not for users"),
+    Variable(JUDGE_MODEL_ENV, "HuggingFaceTB/SmolLM2-135M-Instruct",
+             "the causal LM that judges the text of sharded runs"),
+    Variable(HUB_UNREACHABLE_ENV, None, "set by the package when the Hub probe failed and offline mode was "
+             "switched on; not for users"),
 )}
 
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from neuronhelpers.core import vocab
-from neuronhelpers.twins import build as twins
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.network import hub_reachable
-from neuronhelpers.models.shelf import shelved
 from neuronhelpers.core.vocab import FEATURE_EXTRACTION, IMAGE_TEXT_TO_TEXT, TASKS, TEXT_GENERATION, TEXT_TO_IMAGE
+from neuronhelpers.models.shelf import shelved
+from neuronhelpers.twins import build
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer_config.json")
@@ -46,8 +46,8 @@ class ModelRef:
 TWIN_WEIGHTS = f"{vocab.WEIGHTS_TWIN}: random"
 # The files that say what a checkpoint is (not its weights): a twin's or a folder's revision is their digest.
 _IDENTITY_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                   "special_tokens_map.json", "chat_template.jinja", "preprocessor_config.json", "processor_config.json",
-                   "modules.json", "model_index.json")
+                   "special_tokens_map.json", "chat_template.jinja", "preprocessor_config.json",
+                   "processor_config.json", "modules.json", "model_index.json")
 
 
 def files_digest(folder: str | Path) -> str:
@@ -77,9 +77,9 @@ def task_for_model_type(model_type: str | None) -> str:
 def resolve_model(model: str, *, task: str | None = None, trust_remote_code: bool = False) -> ModelRef:
     """Resolve ``tiny/<model_type>``, a local checkpoint folder, or a Hub id; raise UserError when it cannot run."""
     model = model.strip()
-    if twins.is_twin_id(model):
-        spec = twins.twin_spec(model)
-        path = twins.build_twin(spec.key)
+    if build.is_twin_id(model):
+        spec = build.twin_spec(model)
+        path = build.build_twin(spec.key)
         return ModelRef(spec.model_id, str(path), spec.task, spec.model_type, twin_of=spec.model_type,
                         weights=TWIN_WEIGHTS, revision=files_digest(path))
     if os.path.isdir(model):
@@ -96,9 +96,11 @@ def resolve_model(model: str, *, task: str | None = None, trust_remote_code: boo
             return replace(ref, weights=record["weights"], revision=record["revision"])
         folder = _hub_snapshot(model)
         ref = _checked(model, folder, task, trust_remote_code, model_id=model, path=model)
-        return replace(ref, weights=vocab.WEIGHTS_HUB, revision=folder.name if folder.parent.name == "snapshots" else None)
+        return replace(ref, weights=vocab.WEIGHTS_HUB,
+                       revision=folder.name if folder.parent.name == "snapshots" else None)
     raise UserError(
-        f"unknown model '{model}': give a Hub id (org/name), a local checkpoint folder, or a tiny twin such as tiny/qwen3"
+        f"unknown model '{model}': give a Hub id (org/name), a local checkpoint folder, or a tiny twin such "
+        "as tiny/qwen3"
     )
 
 
@@ -116,9 +118,11 @@ def _hub_snapshot(repo_id: str) -> Path:
     try:
         return Path(snapshot_download(repo_id, allow_patterns=patterns))
     except GatedRepoError:
-        raise UserError(f"model '{repo_id}' is gated: accept its license on the Hub and log in (hf auth login)") from None
+        raise UserError(f"model '{repo_id}' is gated: accept its license on the Hub and log in "
+                        "(hf auth login)") from None
     except RepositoryNotFoundError:
-        raise UserError(f"model '{repo_id}' was not found on the Hub: check the id (and your token for private models)") from None
+        raise UserError(f"model '{repo_id}' was not found on the Hub: check the id (and your token for "
+                        "private models)") from None
     except LocalEntryNotFoundError:
         raise UserError(
             f"model '{repo_id}' is not in the local Hugging Face cache and the Hub cannot be reached: "
@@ -126,7 +130,8 @@ def _hub_snapshot(repo_id: str) -> Path:
             "checkpoint from the shelf (`neuronhelpers checkpoints`)"
         ) from None
     except OSError as exc:
-        raise UserError(f"model '{repo_id}' could not be fetched from the Hub ({type(exc).__name__}): check the network") from None
+        raise UserError(f"model '{repo_id}' could not be fetched from the Hub ({type(exc).__name__}): "
+                        "check the network") from None
 
 
 # What tells a sentence-transformers model (modules.json) or a diffusers pipeline (model_index.json) from a plain
@@ -153,10 +158,12 @@ def _read_json(model: str, path: Path) -> dict | list:
     try:
         return json.loads(path.read_text())
     except ValueError as exc:
-        raise UserError(f"'{model}': {path.name} is not valid JSON ({exc}); re-download or re-save the checkpoint") from None
+        raise UserError(f"'{model}': {path.name} is not valid JSON ({exc}); re-download or re-save "
+                        "the checkpoint") from None
 
 
-def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str, path: str | None = None) -> ModelRef:
+def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str,
+             path: str | None = None) -> ModelRef:
     library = library_of_folder(folder)
     if library == vocab.DIFFUSERS:
         return _checked_pipeline(model, folder, task, trust_remote_code, model_id=model_id, path=path)
@@ -164,11 +171,13 @@ def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool
         return _checked_sentence_transformer(model, folder, task, trust_remote_code, model_id=model_id, path=path)
     config_file = folder / "config.json"
     if not config_file.is_file():
-        raise UserError(f"'{model}' has no config.json: point at a transformers checkpoint folder (save_pretrained output)")
+        raise UserError(f"'{model}' has no config.json: point at a transformers checkpoint folder "
+                        "(save_pretrained output)")
     try:
         config = json.loads(config_file.read_text())
     except ValueError as exc:
-        raise UserError(f"'{model}': config.json is not valid JSON ({exc}); re-download or re-save the checkpoint") from None
+        raise UserError(f"'{model}': config.json is not valid JSON ({exc}); re-download or re-save "
+                        "the checkpoint") from None
     model_type = config.get("model_type")
     _check_remote_code(model, config, trust_remote_code)
     task = task or task_for_model_type(model_type)
@@ -176,10 +185,12 @@ def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool
         raise UserError(f"unknown task '{task}' for '{model}': choose one of {', '.join(TASKS)}")
     if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
         raise UserError(
-            f"'{model}' has no tokenizer (none of {', '.join(_TOKENIZER_FILES)}): save one with tokenizer.save_pretrained into that folder"
+            f"'{model}' has no tokenizer (none of {', '.join(_TOKENIZER_FILES)}): save one with "
+            "tokenizer.save_pretrained into that folder"
         )
     if task == IMAGE_TEXT_TO_TEXT and not any((folder / name).is_file() for name in _PROCESSOR_FILES):
-        raise UserError(f"'{model}' is an image-text-to-text model without a processor: save one with processor.save_pretrained")
+        raise UserError(f"'{model}' is an image-text-to-text model without a processor: save one with "
+                        "processor.save_pretrained")
     return ModelRef(model_id, path or str(folder), task, model_type)
 
 
@@ -200,8 +211,10 @@ def _checked_sentence_transformer(model: str, folder: Path, task: str | None, tr
     config = _read_json(model, first / "config.json")
     _check_remote_code(model, config, trust_remote_code)
     if not any((first / name).is_file() for name in _TOKENIZER_FILES):
-        raise UserError(f"'{model}' has no tokenizer (none of {', '.join(_TOKENIZER_FILES)}) beside its transformer module")
-    return ModelRef(model_id, path or str(folder), _library_task(model, task, FEATURE_EXTRACTION), config.get("model_type"))
+        raise UserError(f"'{model}' has no tokenizer (none of {', '.join(_TOKENIZER_FILES)}) beside its "
+                        "transformer module")
+    return ModelRef(model_id, path or str(folder), _library_task(model, task, FEATURE_EXTRACTION),
+                    config.get("model_type"))
 
 
 def _checked_pipeline(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str,
@@ -210,8 +223,9 @@ def _checked_pipeline(model: str, folder: Path, task: str | None, trust_remote_c
     index = _read_json(model, folder / "model_index.json")
     pipeline = index.get("_class_name") if isinstance(index, dict) else None
     if not isinstance(pipeline, str) and not trust_remote_code:
-        raise UserError(f"'{model}' needs trust_remote_code: its pipeline class {pipeline} lives in the checkpoint, not in "
-                        f"diffusers; read that code, then rerun with --trust-remote-code if you trust it")
+        raise UserError(f"'{model}' needs trust_remote_code: its pipeline class {pipeline} lives in the "
+                        "checkpoint, not in diffusers; read that code, then rerun with --trust-remote-code if "
+                        "you trust it")
     components = {name: value for name, value in index.items() if not name.startswith("_")
                   and isinstance(value, list) and len(value) == 2 and value[0]}
     denoiser = components.get("transformer") or components.get("unet")
@@ -241,7 +255,8 @@ def _check_remote_code(model: str, config: dict, trust_remote_code: bool) -> Non
         raise UserError(f"'{model}': config.json has no model_type, so transformers cannot tell its architecture")
     if model_type not in CONFIG_MAPPING_NAMES and not needs_remote:
         raise UserError(
-            f"'{model}' has model_type '{model_type}', which the installed transformers does not know: upgrade transformers"
+            f"'{model}' has model_type '{model_type}', which the installed transformers does not know: upgrade "
+            "transformers"
         )
     if needs_remote and not trust_remote_code:
         raise UserError(

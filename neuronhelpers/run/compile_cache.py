@@ -78,7 +78,8 @@ def sync_command(compiler: str, compiler_version: str | None, *, bucket: str = D
         return None
     target = "${TORCH_NEURONX_NEFF_CACHE_DIR:-" + NEFF_CACHE_DIR + "}"
     if not compiler_version:  # not installed here: the command asks the trn2 it runs on for its own version
-        folder = _folder_prefix(compiler) + "$(python3 -c 'import importlib.metadata as m; print(m.version(\"neuronx-cc\"))')"
+        folder = _folder_prefix(compiler) + \
+            "$(python3 -c 'import importlib.metadata as m; print(m.version(\"neuronx-cc\"))')"
         return f'hf buckets sync "hf://buckets/{bucket}/{folder}" {target}'
     return f"hf buckets sync hf://buckets/{bucket}/{cache_key(compiler, compiler_version)} {target}"
 

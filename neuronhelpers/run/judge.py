@@ -2,8 +2,9 @@
 
 One interface, two judges. ``LMJudge`` scores the text by its perplexity under a small causal LM: a local
 folder, or a Hub id (downloaded when the Hub is reachable, else taken from the local HF cache or, failing that,
-from the shelf of real checkpoints, ``models.shelf``), recorded with its revision. ``LexicalJudge`` is the offline fallback: how much of the text is common English words,
-how much of it looks like words at all, and how repetitive it is. It reads words, not their order, so a
+from the shelf of real checkpoints, ``models.shelf``), recorded with its revision. ``LexicalJudge`` is the offline
+fallback: how much of the text is common English words, how much of it looks like words at all, and how repetitive
+it is. It reads words, not their order, so a
 shuffle of real words passes it; only the LM judge can catch that.
 
 :func:`make_judge` picks one: an explicit ``judge_model`` -> ``LMJudge``; none -> ``LMJudge`` on
@@ -25,8 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from neuronhelpers.core import vocab
-from neuronhelpers.core import settings
+from neuronhelpers.core import settings, vocab
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.quiet import quiet_libraries
 from neuronhelpers.models.shelf import shelved
@@ -175,7 +175,7 @@ def _resolve_judge_model(model: str, revision: str | None) -> tuple[str, str, st
     try:
         # The snapshot folder is named after the commit it holds: the revision, resolved.
         path = snapshot_download(repo_id, revision=revision, allow_patterns=_JUDGE_FILES, local_files_only=not online)
-    except Exception as exc:  # huggingface_hub's errors: not cached, not found, gated, network
+    except Exception as exc:  # noqa: BLE001 - huggingface_hub's errors: not cached, not found, gated, network
         copy = None if online or revision else shelved(repo_id)
         if copy is not None:  # offline and not in the HF cache: the shelf's real copy judges, named with its weights
             folder, record = copy

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from neuronhelpers.core import settings
-from neuronhelpers.store import dataset
-from neuronhelpers.store import schema as results
-from neuronhelpers.core import vocab
+from neuronhelpers.core import settings, vocab
 from neuronhelpers.core.protocol import EAGER_MAX_PARAMETERS, MAX_NEW_TOKENS, SENTENCES, TASK_INPUTS
+from neuronhelpers.store import dataset, schema
 
 
 def _table(mapping: dict) -> str:
@@ -73,9 +71,10 @@ def _protocol() -> str:
 
 Sentence-embedding models (`feature-extraction`, sentence-transformers) and diffusion pipelines (`text-to-image`,
 diffusers) take the same steps with their own call, one core each: `SentenceTransformer(...)` with its transformer
-module compiled encodes a fixed batch of {len(SENTENCES)} sentences padded to {encode['sequence_length']} tokens; a pipeline loaded
-with `from_pretrained`, its denoiser and VAE decoder compiled, draws one image in {draw['steps']} steps from a fixed prompt and
-seed (CPU noise: the same latents everywhere) at the checkpoint's native size. Their outputs are compared as numbers
+module compiled encodes a fixed batch of {len(SENTENCES)} sentences padded to {encode['sequence_length']}
+tokens; a pipeline loaded with `from_pretrained`, its denoiser and VAE decoder compiled, draws one image in
+{draw['steps']} steps from a fixed prompt and seed (CPU noise: the same latents everywhere) at the checkpoint's
+native size. Their outputs are compared as numbers
 with the CPU reference: `exact` when bitwise equal, `within_tolerance` when within both bounds for the dtype, else FAIL
 at `mismatch`; `tolerance`, `max_abs_diff` and `min_cosine` / `psnr_db` record the figures. Embeddings (max abs
 difference / lowest cosine similarity): {embedding_bounds}. Images, pixels in [0, 1] (max abs difference / lowest
@@ -118,7 +117,7 @@ def _vocabulary() -> str:
 
 
 def _layout_and_columns() -> str:
-    columns = "\n".join(f"| `{name}` | {typ} | {text} |" for name, typ, text in results.COLUMNS)
+    columns = "\n".join(f"| `{name}` | {typ} | {text} |" for name, typ, text in schema.COLUMNS)
     return f"""## Layout
 
 One Parquet file per (compiler version, library, library version) pair:
@@ -145,7 +144,7 @@ def ran_on_counts(rows) -> dict[str, int]:
     """Rows per 'ran on' label (vocab.RAN_ON), in the vocabulary's order; ``rows`` needs model_id, backend, weights."""
     if rows is None or len(rows) == 0:
         return {}
-    labels = results.ran_on_labels(rows)
+    labels = schema.ran_on_labels(rows)
     counts = {label: labels.count(label) for label in dict.fromkeys(labels)}
     order = list(vocab.RAN_ON)
     return dict(sorted(counts.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
@@ -179,7 +178,7 @@ Derived from each row's `backend` and the kind of its `weights`; the explorer sh
 
 def _published_layout() -> str:
     lines = "\n".join(f"| `{name}` | {typ} | {'`' + ours + '`' if ours else ''} | {how} |"
-                       for name, typ, ours, how in results.PUBLISHED_COLUMNS)
+                       for name, typ, ours, how in schema.PUBLISHED_COLUMNS)
     return f"""## The published dataset's layout
 
 The published Trainium dataset (`{settings.dataset_repo()}`) names its columns differently. neuronhelpers reads its
@@ -194,8 +193,9 @@ the rankings or the shelf where the model is known there.
 
 Writing to a dataset laid out that way (`neuronhelpers contribute`, or `publish` into it), only PASS or FAIL rows
 measured on Trainium under Hub ids go in, written in those columns, names and order (in the file's own types); every
-value of every row already there is copied as it is; published columns our rows do not record (`runner`, `notes`, `cpu_match`, `english`,
-`hbm_capacity_gb`) are left null, and what our rows measure beyond the published columns (evidence, the eager
+value of every row already there is copied as it is; published columns our rows do not record (`runner`,
+`notes`, `cpu_match`, `english`, `hbm_capacity_gb`) are left null, and what our rows measure beyond the published
+columns (evidence, the eager
 comparison, graph counts, tokens, timings, the package list) stays out of the published dataset: our own dataset keeps
 it.
 

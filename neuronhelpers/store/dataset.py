@@ -4,7 +4,7 @@ Writes are atomic (a temporary file renamed into place), so a reader or a killed
 file. Reading unifies every file with the current schema: columns a file lacks (an older harness, or
 another tool that writes only the published columns) read as null. A damaged or foreign file is named
 and skipped; a value outside the vocabulary is kept and named in one warning per file. Taught in
-notebook 01; the row schema itself is ``results.py``.
+notebook 01; the row schema itself is ``schema.py``.
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from neuronhelpers.store import published
-from neuronhelpers.store import schema as results
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError, first_line
 from neuronhelpers.core.versions import NEURON_COMPILER
+from neuronhelpers.store import published, schema
 
 DATA_DIR = "data"
 # How a folder's files are laid out (``folder_layout``).
@@ -89,7 +88,7 @@ def append_rows(folder, rows: list[dict]) -> list[str]:
     import pyarrow.parquet as pq
 
     folder = Path(folder)
-    rows = [results.new_row(**row) if set(row) != set(results.COLUMN_NAMES) else row for row in rows]
+    rows = [schema.new_row(**row) if set(row) != set(schema.COLUMN_NAMES) else row for row in rows]
     if folder_layout(folder) == PUBLISHED:
         return append_published(folder, rows)
     by_file: dict[str, list[dict]] = {}
@@ -97,13 +96,13 @@ def append_rows(folder, rows: list[dict]) -> list[str]:
         by_file.setdefault(version_pair_file(row), []).append(row)
     for rel, new in by_file.items():
         path = folder / rel
-        fresh = results.rows_to_table(new)
+        fresh = schema.rows_to_table(new)
         if path.exists():
             old = conform(pq.read_table(path))
-            keys = [results.resume_key(r) for r in new]
-            old_keys = [results.resume_key(dict(zip(results.RESUME_KEY, v)))
-                        for v in zip(*(old.column(k).to_pylist() for k in results.RESUME_KEY))]
-            mask = [not any(results.replaces(key, v) for key in keys) for v in old_keys]
+            keys = [schema.resume_key(r) for r in new]
+            old_keys = [schema.resume_key(dict(zip(schema.RESUME_KEY, v, strict=True)))
+                        for v in zip(*(old.column(k).to_pylist() for k in schema.RESUME_KEY), strict=True)]
+            mask = [not any(schema.replaces(key, v) for key in keys) for v in old_keys]
             fresh = pa.concat_tables([old.filter(pa.array(mask, type=pa.bool_())), fresh])
         write_table_atomic(fresh, path)
     return sorted(set(by_file) | set(upgrade_files(folder)))
@@ -112,7 +111,8 @@ def append_rows(folder, rows: list[dict]) -> list[str]:
 def upgrade_files(folder) -> list[str]:
     """Rewrite in the current schema every file of ``folder`` that neuronhelpers wrote in an older one (it has a
     `harness_version` column): the Hub's viewer reads a folder as one table only when all its files agree. Files of
-    other tools and of the published layout are left as they are. Returns the files rewritten, relative to ``folder``."""
+    other tools and of the published layout are left as they are. Returns the files rewritten, relative to
+    ``folder``."""
     import pyarrow.parquet as pq
 
     folder, rewritten = Path(folder), []
@@ -121,7 +121,7 @@ def upgrade_files(folder) -> list[str]:
             names = pq.read_schema(path)
         except Exception:  # noqa: BLE001 - a damaged file is named by load_results, never rewritten
             continue
-        if "harness_version" in names.names and not names.equals(results.SCHEMA, check_metadata=False):
+        if "harness_version" in names.names and not names.equals(schema.SCHEMA, check_metadata=False):
             write_table_atomic(conform(pq.read_table(path)), path)
             rewritten.append(path.relative_to(folder).as_posix())
     return rewritten
@@ -131,8 +131,9 @@ def check_sweep_folder(folder) -> None:
     """A sweep writes our layout, every row it reaches (EXCLUDED and UNTESTED too): a folder laid out as the published
     dataset is refused in one line before anything runs."""
     if folder_layout(folder) == PUBLISHED:
-        raise UserError(f"'{folder}' is laid out as the published Trainium dataset, which takes only Trainium verdicts: "
-                        "sweep into a folder of your own, then `neuronhelpers contribute` its Trainium rows")
+        raise UserError(f"'{folder}' is laid out as the published Trainium dataset, which takes only "
+                        "Trainium verdicts: sweep into a folder of your own, then `neuronhelpers contribute` its "
+                        "Trainium rows")
 
 
 def append_published(folder, rows: list[dict]) -> list[str]:
@@ -149,7 +150,8 @@ def append_published(folder, rows: list[dict]) -> list[str]:
         try:
             tables[path.relative_to(folder).as_posix()] = pq.read_table(path)
         except Exception as exc:  # noqa: BLE001 - a damaged file: say which, write nothing
-            raise UserError(f"'{path}' cannot be read ({first_line(exc)}): mend or remove it; nothing was written") from None
+            raise UserError(f"'{path}' cannot be read ({first_line(exc)}): mend or remove it; "
+                            "nothing was written") from None
     holds = {rel: published.pairs_in(table) for rel, table in tables.items()}
     # a new file beside the others (ours is the name where theirs show no pattern), never outside the folder
     home = (os.path.commonpath([os.path.dirname(rel) for rel in tables]) if tables else "") or DATA_DIR
@@ -173,15 +175,15 @@ def conform(table: pa.Table, *, keep_other_columns: bool = False) -> pa.Table:
     if converted:
         source = _with_known_architectures(published.from_published(table))
     # what neither schema reads (a hybrid file's `tp` too) is kept as it is, never dropped
-    other = [c for c in table.column_names if c not in results.COLUMN_NAMES
-             and not (converted and c in results.PUBLISHED_NAMES)]
+    other = [c for c in table.column_names if c not in schema.COLUMN_NAMES
+             and not (converted and c in schema.PUBLISHED_NAMES)]
     columns = []
-    for field in results.SCHEMA:
+    for field in schema.SCHEMA:
         if field.name in source.column_names:
             columns.append(source.column(field.name).cast(field.type))
         else:
             columns.append(pa.nulls(source.num_rows, type=field.type))
-    out = _neuron_where_named(pa.Table.from_arrays(columns, schema=results.SCHEMA))
+    out = _neuron_where_named(pa.Table.from_arrays(columns, schema=schema.SCHEMA))
     for name in other if keep_other_columns else []:
         out = out.append_column(name, table.column(name))
     return out
@@ -291,7 +293,7 @@ def load_results(path, *, validate: bool = True):
             warnings.warn(f"{name} holds values outside the neuronhelpers vocabulary ({', '.join(problems)}): "
                           "kept as they are", DatasetWarning, stacklevel=2)
         tables.append(table)
-    table = pa.concat_tables(tables, promote_options="permissive") if tables else results.SCHEMA.empty_table()
+    table = pa.concat_tables(tables, promote_options="permissive") if tables else schema.SCHEMA.empty_table()
     df = with_aliases(table.to_pandas())
     df.attrs["skipped"] = skipped
     df.attrs["off_vocabulary"] = unknown
@@ -301,13 +303,13 @@ def load_results(path, *, validate: bool = True):
 
 def with_aliases(df):
     """The frame with the published names of our columns beside them (``schema.ALIASES``)."""
-    return df.assign(**{alias: df[ours] for alias, ours in results.ALIASES.items() if ours in df and alias not in df})
+    return df.assign(**{alias: df[ours] for alias, ours in schema.ALIASES.items() if ours in df and alias not in df})
 
 
 def row_records(df) -> list[dict]:
     """A frame's rows as rows to write again: the schema's columns only (aliases and other tools' columns left out),
     a missing value None (pandas reads a null string as NaN, which the vocabulary rightly refuses)."""
-    df = df[[c for c in results.COLUMN_NAMES if c in df]].astype(object)
+    df = df[[c for c in schema.COLUMN_NAMES if c in df]].astype(object)
     return df.where(df.notna(), None).to_dict("records")
 
 
@@ -320,8 +322,9 @@ def recorded_keys(folder) -> set[tuple]:
         df = load_results(folder, validate=False)
     if df.empty:
         return set()
-    columns = df[list(results.RESUME_KEY)].astype(object)
-    return {results.resume_key(dict(zip(results.RESUME_KEY, values))) for values in columns.values.tolist()}
+    columns = df[list(schema.RESUME_KEY)].astype(object)
+    return {schema.resume_key(dict(zip(schema.RESUME_KEY, values, strict=True)))
+            for values in columns.values.tolist()}
 
 
 def newest_per_model(df, key: str | list[str] = "model_id"):
@@ -364,13 +367,15 @@ def verdicts_per_pair(df):
     for library, compiler_version, library_version in version_pairs(df):
         rows = newest_per_model(pair_rows(df, library, compiler_version, library_version))
         rows = rows.assign(task=rows["task"].fillna("(no task)")) if "task" in rows else rows.assign(task="(no task)")
-        compiler = rows["compiler"].dropna().iloc[0] if "compiler" in rows and rows["compiler"].notna().any() else "compiler"
+        compiler = (rows["compiler"].dropna().iloc[0] if "compiler" in rows and rows["compiler"].notna().any()
+                    else "compiler")
         for task, group in rows.groupby("task", sort=True):
             counts = group.result.value_counts()
             passed, failed, untested = (int(counts.get(r, 0)) for r in (vocab.PASS, vocab.FAIL, vocab.UNTESTED))
             tested = passed + failed
             lines.append({"compiler": f"{compiler} {compiler_version}", "library": f"{library} {library_version}",
-                          "task": task, "models": len(group), vocab.PASS: passed, vocab.FAIL: failed, vocab.UNTESTED: untested,
+                          "task": task, "models": len(group), vocab.PASS: passed, vocab.FAIL: failed,
+                          vocab.UNTESTED: untested,
                           "with a verdict": f"{tested / len(group):.0%}",
                           "pass rate of tested": f"{passed / tested:.0%}" if tested else "-"})
     return pd.DataFrame(lines, columns=["compiler", "library", "task", "models", vocab.PASS, vocab.FAIL, vocab.UNTESTED,
@@ -406,7 +411,8 @@ def select_pair(df, pair: str | None, backend=None):
     else:
         parts = [p.strip() for p in pair.split(",")]
         if len(parts) != 2:
-            raise UserError(f"--pair '{pair}': give COMPILER_VERSION,LIBRARY_VERSION (e.g. 2.14.1,5.23.0), current or newest")
+            raise UserError(f"--pair '{pair}': give COMPILER_VERSION,LIBRARY_VERSION (e.g. 2.14.1,5.23.0), "
+                            "current or newest")
         chosen = tuple(parts)
     if chosen is None:
         return df, None

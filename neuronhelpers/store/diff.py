@@ -65,8 +65,8 @@ def _latest_per_weights(df: pd.DataFrame) -> pd.DataFrame:
 
 def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float = 0.25,
                  memory_threshold: float = 0.10) -> pd.DataFrame:
-    """One row per model (and kind of weights, the ``weights`` column: hub, shelf, twin, folder) that changed, with the kind of change;
-    thresholds are relative (0.25 = 25%)."""
+    """One row per model (and kind of weights, the ``weights`` column: hub, shelf, twin, folder) that changed, with
+    the kind of change; thresholds are relative (0.25 = 25%)."""
     a, b = _latest_per_weights(old), _latest_per_weights(new)
     out = []
     for key in sorted(set(a.index) | set(b.index)):
@@ -110,8 +110,8 @@ def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float 
                 if abs(ratio) > threshold:
                     out.append({**base, "change": up if ratio > 0 else down, "column": column,
                                 "old_value": float(before), "new_value": float(after), "relative": round(ratio, 3)})
-    columns = ["model_id", "weights", "change", "old_result", "new_result", "new_stage", "old_cause", "new_cause", "new_error",
-               "column", "old_value", "new_value", "relative", "old_evidence", "new_evidence"]
+    columns = ["model_id", "weights", "change", "old_result", "new_result", "new_stage", "old_cause", "new_cause",
+               "new_error", "column", "old_value", "new_value", "relative", "old_evidence", "new_evidence"]
     frame = pd.DataFrame(out, columns=columns)
     frame["change"] = pd.Categorical(frame["change"], categories=CHANGE_ORDER, ordered=True)
     return frame.sort_values(["change", "model_id"]).reset_index(drop=True)
@@ -159,7 +159,7 @@ def release_steps(df: pd.DataFrame, library: str | None = None) -> list[ReleaseS
             for p in mine:
                 groups.setdefault(p[shared], []).append(p)
             for group in groups.values():
-                for newer, older in zip(group, group[1:]):  # version_pairs' order: newest first
+                for newer, older in zip(group, group[1:], strict=False):  # version_pairs' order: newest first
                     steps.append(ReleaseStep(lib, str(compilers.get(newer[1]) or "compiler"), older[1:], newer[1:]))
     return steps
 
@@ -241,7 +241,8 @@ def read_expected(path: str | Path) -> pd.DataFrame:
     return expected.replace("", None)
 
 
-def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *, only_tested: bool = False) -> tuple[list[str], list[str]]:
+def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *,
+                   only_tested: bool = False) -> tuple[list[str], list[str]]:
     """(problems, notes) of results held against expectations.
 
     A problem is any change of verdict, in either direction: a model expected to PASS that does not
@@ -264,14 +265,17 @@ def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *, only_tested:
         want_stage = getattr(row, "stage", None)
         if got["result"] != want:
             if want == PASS:
-                problems.append(f"{model}: REGRESSED: expected PASS, got {got['result']} at {got['stage']}: {got['error']}")
-            elif got["result"] == PASS:
-                problems.append(f"{model}: IMPROVED: expected {want} ({want_stage}), now PASS: update the expected file")
-            else:
-                problems.append(f"{model}: CHANGED: expected {want} ({want_stage}), got {got['result']} ({got['stage']}): "
+                problems.append(f"{model}: REGRESSED: expected PASS, got {got['result']} at {got['stage']}: "
                                 f"{got['error']}")
+            elif got["result"] == PASS:
+                problems.append(f"{model}: IMPROVED: expected {want} ({want_stage}), now PASS: update the "
+                                "expected file")
+            else:
+                problems.append(f"{model}: CHANGED: expected {want} ({want_stage}), got {got['result']} "
+                                f"({got['stage']}): {got['error']}")
         elif want != PASS and want_stage and got["stage"] != want_stage:
-            problems.append(f"{model}: CHANGED: expected {want} at {want_stage}, got {want} at {got['stage']}: {got['error']}")
+            problems.append(f"{model}: CHANGED: expected {want} at {want_stage}, got {want} at {got['stage']}: "
+                            f"{got['error']}")
         else:
             want_cause = getattr(row, "cause", None)
             if want != PASS and want_cause and _text(got.get("cause")) != want_cause:

@@ -48,7 +48,8 @@ def example_rows(pair: tuple[str, str]) -> pa.Table:
     records = []
     for model_id, tp, result, error, exclusion, wall, peak, cpu_match, english, day in _ROWS[pair]:
         tested = dt.datetime(2026, 12, day, 9, 30, 15, 123000, tzinfo=dt.timezone.utc)
-        records.append({"model_id": model_id, "library": vocab.TRANSFORMERS, schema.PUBLISHED_CORES: tp, "runner": EXAMPLE_RUNNER,
+        records.append({"model_id": model_id, "library": vocab.TRANSFORMERS, schema.PUBLISHED_CORES: tp,
+                        "runner": EXAMPLE_RUNNER,
                         "result": result, "notes": EXAMPLE_NOTE, "error": error, "exclusion": exclusion,
                         "wall_s": wall, "hbm_peak_gb": peak, "hbm_capacity_gb": 24.0 if tp else None,
                         "cpu_match": cpu_match, "english": english, "neuronx_cc": neuronx_cc,

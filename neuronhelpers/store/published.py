@@ -55,7 +55,8 @@ def from_published(table: pa.Table) -> pa.Table:
     def column(name: str) -> pa.ChunkedArray | pa.Array:
         """The column as the file holds it (our schema's cast follows: a file's float `wall_s` loses nothing), or
         nulls of the published type where the file lacks it."""
-        return table.column(name) if name in table.column_names else pa.nulls(rows, schema.PUBLISHED_SCHEMA.field(name).type)
+        return (table.column(name) if name in table.column_names
+                else pa.nulls(rows, schema.PUBLISHED_SCHEMA.field(name).type))
 
     out = {ours: column(published) for published, _, ours, _ in schema.PUBLISHED_COLUMNS
            if published not in schema.PUBLISHED_CONVERTED}
@@ -77,7 +78,7 @@ def _with_exclusions(results: list, errors: list, exclusions: list) -> tuple[lis
     """A row with a non-empty exclusion is EXCLUDED, the exclusion its reason; what it recorded as result and error
     follows the reason, so nothing read is lost."""
     out_results, out_errors = [], []
-    for result, error, exclusion in zip(results, errors, exclusions):
+    for result, error, exclusion in zip(results, errors, exclusions, strict=True):
         if not (isinstance(exclusion, str) and exclusion.strip()):
             out_results.append(result)
             out_errors.append(error)
@@ -165,8 +166,8 @@ def merged(original: pa.Table | None, rows: list[dict], where: str, like: pa.Sch
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise UserError(f"{where}: its column types cannot hold these rows ({first_line(exc)}); nothing was "
                         "written") from None
-    there = set(zip(*(kept.column(k).to_pylist() for k in ROW_KEY)))
-    fresh = [key not in there for key in zip(*(new.column(k).to_pylist() for k in ROW_KEY))]
+    there = set(zip(*(kept.column(k).to_pylist() for k in ROW_KEY), strict=True))
+    fresh = [key not in there for key in zip(*(new.column(k).to_pylist() for k in ROW_KEY), strict=True)]
     return pa.concat_tables([kept, new.filter(pa.array(fresh, pa.bool_()))])
 
 
@@ -183,7 +184,7 @@ def pairs_in(table: pa.Table) -> set[tuple]:
     """The (neuronx_cc, library, library_version) pairs a published-layout table holds."""
     names = [n for n in PAIR if n in table.column_names]
     values = [table.column(n).to_pylist() if n in names else [None] * table.num_rows for n in PAIR]
-    return set(zip(*values))
+    return set(zip(*values, strict=True))
 
 
 def safe_name(part) -> str:
@@ -201,7 +202,7 @@ def _template(path: str, pair: tuple) -> str | None:
     if len({str(v) for v in pair if v}) < len([v for v in pair if v]):
         return None  # which field a name holds would be a guess
     template = path.replace("{", "{{").replace("}", "}}")
-    for field, value in sorted(zip(PAIR, pair), key=lambda fv: -len(str(fv[1] or ""))):
+    for field, value in sorted(zip(PAIR, pair, strict=False), key=lambda fv: -len(str(fv[1] or ""))):
         if value:  # whole: no letter, digit or 'digit.' before it, no letter, digit or '.digit' after it
             whole = re.compile(rf"(?<![\w])(?<!\d\.){re.escape(safe_name(value))}(?![\w])(?!\.\d)")
             template = whole.sub("{" + field + "}", template)
@@ -231,5 +232,5 @@ def file_for(pair: tuple, files: dict[str, set[tuple]], where: str) -> str | Non
     pattern = name_pattern(files)
     if pattern is None:
         return None
-    path = pattern.format(**{field: safe_name(value) for field, value in zip(PAIR, pair)})
+    path = pattern.format(**{field: safe_name(value) for field, value in zip(PAIR, pair, strict=False)})
     return None if path in files else path

@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from neuronhelpers.store import schema as results
-from neuronhelpers.core.backends import GiB, Backend, get_backend
+from neuronhelpers.core.backends import Backend, GiB, get_backend
 from neuronhelpers.core.errors import UserError, first_line
+from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S
 from neuronhelpers.core.vocab import UNTESTED, UNTESTED_INFRASTRUCTURE
 from neuronhelpers.run.harness import PlannedRun, untested_row
-from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S
+from neuronhelpers.store import schema
 from neuronhelpers.sweep.local import SweepLog, excluded_rows, plan_for_sweep, run_one
 
 INSTALL_HINT = "pip install -e '.[fleet]' (or pip install 'ray>=2.60')"
@@ -444,9 +444,9 @@ _warned_versions: set = set()
 def _check_versions(task: _Task, row: dict, log: SweepLog) -> None:
     """A node that ran the model with other versions than the driver planned writes a row the next sweep will
     not recognise: say so once per difference (the fleet's nodes should share one environment)."""
-    planned, got = task.planned.resume_key(), results.resume_key(row)
-    names = results.RESUME_KEY
-    diff = [f"{n} {a!r} -> {b!r}" for n, a, b in zip(names, planned, got)
+    planned, got = task.planned.resume_key(), schema.resume_key(row)
+    names = schema.RESUME_KEY
+    diff = [f"{n} {a!r} -> {b!r}" for n, a, b in zip(names, planned, got, strict=True)
             if a != b and not (n == "neuron_cores" and b is None)]
     if diff and tuple(diff) not in _warned_versions:
         _warned_versions.add(tuple(diff))

@@ -18,23 +18,21 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from neuronhelpers.core.topology import neuron_topology
-from neuronhelpers.core import settings
-from neuronhelpers.store import dataset
-from neuronhelpers.store import schema as results
-from neuronhelpers.core import versions
+from neuronhelpers.core import settings, versions
 from neuronhelpers.core.backends import Backend, get_backend
 from neuronhelpers.core.errors import UserError
-from neuronhelpers.run.harness import PlannedRun, prepare_run, run_model
-from neuronhelpers.models.selected import SELECTED
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S
+from neuronhelpers.core.topology import neuron_topology
 from neuronhelpers.core.vocab import EXCLUDED, LIBRARY_FOR_TASK, PASS
+from neuronhelpers.models.selected import SELECTED
+from neuronhelpers.run.harness import PlannedRun, prepare_run, run_model
+from neuronhelpers.store import dataset, schema
 
 
 def excluded_rows(backend: Backend) -> list[dict]:
     """EXCLUDED rows for the Selected models deliberately left out, with their reasons (never run: no cores)."""
     return [
-        results.new_row(model_id=e.model_id, task=e.task, model_type=e.model_type, result=EXCLUDED, error=e.excluded,
+        schema.new_row(model_id=e.model_id, task=e.task, model_type=e.model_type, result=EXCLUDED, error=e.excluded,
                         **versions.version_columns(backend, LIBRARY_FOR_TASK[e.task]))
         for e in SELECTED
         if e.excluded
@@ -89,7 +87,7 @@ def cpu_slots(jobs: int) -> list[set[int] | None]:
 class SweepLog:
     """A sweep's bookkeeping and its one writer: what is recorded already, rows appended as they come, counts, bar.
 
-    The local sweep and the Ray sweep (``fleet.py``) share it: the same resume set (``results.resume_key`` of
+    The local sweep and the Ray sweep (``fleet.py``) share it: the same resume set (``schema.resume_key`` of
     each planned run against ``dataset.recorded_keys``), the same atomic ``dataset.append_rows`` per row, the
     same progress bar.
     """
@@ -106,7 +104,7 @@ class SweepLog:
         self.bar = _progress(total, progress, be, desc)
 
     def is_recorded(self, planned: PlannedRun | dict) -> bool:
-        key = results.resume_key(planned) if isinstance(planned, dict) else planned.resume_key()
+        key = schema.resume_key(planned) if isinstance(planned, dict) else planned.resume_key()
         return not self.rerun and key in self.done
 
     def say(self, line: str) -> None:
@@ -116,7 +114,8 @@ class SweepLog:
         if self.bar is not None:
             extra = "".join(f" {k}={v}" for k, v in self.extra.items() if v)
             self.bar.set_postfix_str(f"passed={self.counts['passed']}/{self.counts['finished']} "
-                                     f"recorded={self.counts['recorded']}{extra} running={','.join(self.running) or '-'}")
+                                     f"recorded={self.counts['recorded']}{extra} "
+                                     f"running={','.join(self.running) or '-'}")
 
     def start(self, model: str) -> None:
         with self.lock:
@@ -187,7 +186,7 @@ def sweep_models(models: list[str], out: str | Path, *, backend: str | Backend |
           memory_limit_bytes: int | None = None, include_excluded: bool = False) -> list[dict]:
     """Run every model not yet recorded in ``out`` and append its row there as soon as it finishes.
 
-    "Recorded" is decided by the one resume key (``results.resume_key``) of the model as resolved and
+    "Recorded" is decided by the one resume key (``schema.resume_key``) of the model as resolved and
     planned, the same key its row carries: a folder given by a relative path, or a model planned on
     several cores, is recognised on the next sweep. ``fleet.sweep_on_ray`` does the same on a Ray cluster.
     """

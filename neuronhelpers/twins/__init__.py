@@ -21,8 +21,17 @@ imports neither torch nor transformers.
 """
 
 from neuronhelpers.twins.build import (
-    TWIN_PREFIX, TwinSpec, TwinUnavailable, architectures, broken_twin, build_twin, is_twin_id, known_twin,
-    perturbed_twin, twin_path, twin_spec,
+    TWIN_PREFIX,
+    TwinSpec,
+    TwinUnavailable,
+    architectures,
+    broken_twin,
+    build_twin,
+    is_twin_id,
+    known_twin,
+    perturbed_twin,
+    twin_path,
+    twin_spec,
 )
 
 __all__ = ["build_twin", "twin_spec", "architectures", "TwinSpec", "TwinUnavailable", "broken_twin", "perturbed_twin",

@@ -26,7 +26,7 @@ def try_setattr(config, key: str, value) -> bool:
     try:
         setattr(config, key, value)
         return True
-    except Exception as exc:  # the config's own validation, of any type: recorded below
+    except Exception as exc:  # noqa: BLE001 - the config's own validation, of any type: recorded below
         log.debug("%s.%s = %r refused: %s", type(config).__name__, key, value, first_line(exc, name=True))
         return False
 
@@ -51,7 +51,8 @@ def walk_configs(config, path="config"):
 
 def _role(path, config):
     name = path.rsplit(".", 1)[-1]
-    if any(w in name for w in ("vision", "vq", "audio", "perceiver", "qformer", "adapter", "sam", "protein", "high_res")):
+    if any(w in name for w in ("vision", "vq", "audio", "perceiver", "qformer", "adapter", "sam", "protein",
+                               "high_res")):
         return "vision"
     if name == "encoder" and not hasattr(config, "vocab_size"):
         return "vision"
@@ -75,13 +76,15 @@ def derived(cls) -> tuple[frozenset, frozenset]:
     fields = {f.name: f.default for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
     try:
         default = cls()
-    except Exception as exc:  # the class's own validation of its defaults (of any type): recorded below
+    except Exception as exc:  # noqa: BLE001 - the class's own validation of its defaults (any type): recorded below
         log.debug("%s() cannot be built with its defaults (%s): no derived attributes", cls.__name__,
                   first_line(exc, name=True))
         return frozenset(), frozenset()
     stored = {v for k, v in getattr(cls, "attribute_map", {}).items() if k in fields}  # a field kept under another name
-    extra = {k for k in default.__dict__ if not k.startswith("_") and k not in fields and k not in stored} if fields else set()
-    filled = {k for k, d in fields.items() if d is not dataclasses.MISSING and isinstance(d, (type(None), int, float, str))
+    extra = ({k for k in default.__dict__ if not k.startswith("_") and k not in fields and k not in stored}
+             if fields else set())
+    filled = {k for k, d in fields.items()
+              if d is not dataclasses.MISSING and isinstance(d, (type(None), int, float, str))
               and k in default.__dict__ and not same(default.__dict__[k], d)}
     return frozenset(extra), frozenset(filled)
 
@@ -122,7 +125,7 @@ def same(a, b):
     """a == b as one bool; False for values whose == is elementwise or refuses (arrays, tensors)."""
     try:
         return bool(a == b)
-    except Exception as exc:  # an elementwise == (arrays, tensors) has no one truth value: recorded below
+    except Exception as exc:  # noqa: BLE001 - an elementwise == (arrays, tensors) has no one truth value: recorded
         log.debug("cannot compare %s with %s: %s", type(a).__name__, type(b).__name__, first_line(exc, name=True))
         return False
 
@@ -131,7 +134,7 @@ def get(config, key, default=None):
     """getattr that tolerates per-layer attributes refusing global access (gemma4's head_dim)."""
     try:
         return getattr(config, key, default)
-    except Exception as exc:  # transformers raises AmbiguousGlobalPerLayerAttributeError (a RuntimeError) here: recorded
+    except Exception as exc:  # noqa: BLE001 - transformers' AmbiguousGlobalPerLayerAttributeError (a RuntimeError)
         log.debug("%s.%s has no global value (%s): the stored one is read", type(config).__name__, key,
                   first_line(exc, name=True))
         return config.__dict__.get(key, default)
@@ -146,7 +149,8 @@ def layer_count(config):
 
 
 def ints(config):
-    return {k: v for k, v in config.__dict__.items() if isinstance(v, int) and not isinstance(v, bool) and not k.startswith("_")}
+    return {k: v for k, v in config.__dict__.items()
+            if isinstance(v, int) and not isinstance(v, bool) and not k.startswith("_")}
 
 
 def image_size(vc):
@@ -178,7 +182,8 @@ def set_vocab(config, size):
     """Every vocabulary of the language side (vocab_size, and per-layer-input vocabularies) is the twin tokenizer's."""
     for sub in text_configs(config):
         for key, value in list(sub.__dict__.items()):
-            if "vocab_size" in key and isinstance(value, int) and not isinstance(value, bool) and (key == "vocab_size" or value >= size):
+            if "vocab_size" in key and isinstance(value, int) and not isinstance(value, bool) and (
+                    key == "vocab_size" or value >= size):
                 setattr(sub, key, size)
 
 
@@ -186,7 +191,7 @@ def sync_vocab(config, tok):
     """set_vocab to the tokenizer's size; a config that carries the tokenizer's vocabulary itself (chameleon's and
     emu3's vocabulary_map, which maps image codes to tokens) gets the twin tokenizer's."""
     set_vocab(config, len(tok))
-    for path, sub, role in walk_configs(config):
+    for _path, sub, _ in walk_configs(config):
         if "vocabulary_map" in sub.__dict__:
             sub.vocabulary_map = tok.get_vocab()
 

@@ -83,7 +83,8 @@ def move_per_layer_config(per_layer, before, after, old_types, new_types, global
     moved = {}
     for j in range(after):
         for i in sorted(per_layer):
-            if i < before and (not old_types or not new_types or old_types[i] == new_types[j]) and (old_types or i == j):
+            if i < before and (not old_types or not new_types or old_types[i] == new_types[j]) and (
+                    old_types or i == j):
                 moved[j] = per_layer[i]
                 break
     scaled = {}
@@ -119,7 +120,7 @@ def remap_vision_layer_refs(config, before, pinned_keys):
             setattr(config, key, type(value)(fit(v) for v in value))
     # an adapter's own reference to the tower's layers (molmo2's adapter_config.vision_feature_layer)
     tower = vision_config(config)
-    for path, sub, role in walk_configs(config):
+    for _path, sub, _role in walk_configs(config):
         if sub is config or sub is tower:
             continue
         for key, value in list(sub.__dict__.items()):

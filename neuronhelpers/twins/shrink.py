@@ -10,8 +10,20 @@ from __future__ import annotations
 import copy
 
 from neuronhelpers.twins.configs import (
-    derived, geometry, get, has, ints, layer_count, rebuilt, scale_pinpoints, set_vocab, snapshot, text_configs,
-    try_setattr, vision_config, walk_configs,
+    derived,
+    geometry,
+    get,
+    has,
+    ints,
+    layer_count,
+    rebuilt,
+    scale_pinpoints,
+    set_vocab,
+    snapshot,
+    text_configs,
+    try_setattr,
+    vision_config,
+    walk_configs,
 )
 from neuronhelpers.twins.layers import move_per_layer_config, remap_vision_layer_refs, resize_per_layer
 from neuronhelpers.twins.overrides import NO_OVERRIDE, Override
@@ -37,7 +49,8 @@ TEXT_SHRINK = {
     "d_model": 64, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4, "decoder_attention_heads": 4,
     "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
     # state-space and linear-attention layers
-    "state_size": 8, "ssm_state_size": 8, "mamba_d_state": 8, "mamba_n_heads": 4, "mamba_head_dim": 16, "mamba_expand": 2,
+    "state_size": 8, "ssm_state_size": 8, "mamba_d_state": 8, "mamba_n_heads": 4, "mamba_head_dim": 16,
+    "mamba_expand": 2,
     "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 16, "linear_value_head_dim": 16,
     "linear_num_heads": 4, "linear_head_dim": 16, "mamba_d_head": 32,
     "mamba_d_ssm": 128,  # falcon_h1: mamba_n_heads * mamba_d_head
@@ -50,8 +63,8 @@ TEXT_SHRINK = {
     "encoder_hash_byte_group_vocab": 64,  # blt: hashed byte n-gram embeddings
 }
 VISION_SHRINK = {
-    "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2,
-    "image_size": 32, "patch_size": 8,
+    "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+    "num_key_value_heads": 2, "image_size": 32, "patch_size": 8,
     # other spellings
     "depth": 2, "embed_dim": 32, "num_heads": 2, "num_layers": 2, "d_model": 32, "encoder_layers": 2,
     "encoder_attention_heads": 2, "encoder_ffn_dim": 64, "head_dim": 16,
@@ -65,7 +78,8 @@ VISION_SHRINK = {
 SET_EVEN_IF_UNSET = {"n_routed_experts", "num_experts_per_tok", "n_shared_experts", "head_dim", "num_key_value_heads",
                      "num_kv_heads", "intermediate_size", "n_inner"}
 _LAYER_COUNT_KEYS = ("num_hidden_layers", "depth", "num_layers", "n_layer", "encoder_layers", "decoder_layers")
-_HEADS = (("num_attention_heads", "num_key_value_heads"), ("num_heads", "num_kv_heads"), ("num_attention_heads", "num_kv_heads"))
+_HEADS = (("num_attention_heads", "num_key_value_heads"), ("num_heads", "num_kv_heads"),
+          ("num_attention_heads", "num_kv_heads"))
 
 
 def _planned_depth(config, table, overrides, before, lists):
@@ -95,7 +109,8 @@ def _settable(config, key, current, overrides) -> bool:
     and has a value (or it is a size a twin sets even if unset)."""
     if key in overrides:
         return True
-    return has(config, key) and getattr(type(config), "attribute_map", {}).get(key, key) not in derived(type(config))[0] and (
+    return has(config, key) and (
+        getattr(type(config), "attribute_map", {}).get(key, key) not in derived(type(config))[0]) and (
         current is not None or key in SET_EVEN_IF_UNSET)
 
 
@@ -124,7 +139,8 @@ def shrink(config, table: dict, overrides: dict | None = None) -> None:
     before = layer_count(config)
     lists = {k: v for k, v in config.__dict__.items() if isinstance(v, (list, tuple)) and v and not k.startswith("_")}
     dicts = {k: v for k, v in config.__dict__.items() if isinstance(v, dict) and v and not k.startswith("_")}
-    heads_before = {k: config.__dict__.get(k) for k in ("num_attention_heads", "num_key_value_heads", "num_heads", "num_kv_heads")}
+    heads_before = {k: config.__dict__.get(k)
+                    for k in ("num_attention_heads", "num_key_value_heads", "num_heads", "num_kv_heads")}
     table, planned = _planned_depth(config, table, overrides, before, lists)
     _set_sizes(config, table, overrides, before, planned)
     for heads, kv in _HEADS:
@@ -170,7 +186,8 @@ def default_config(model_type: str, ov: Override = NO_OVERRIDE):
 
 def _shrink_tree(config, tree, ov: Override, text_table, text_twin):
     """Every config of the tree shrunk by its role; returns whether the top config is the language model itself."""
-    top_is_text = text_twin or has(config, "vocab_size") and (has(config, "hidden_size") or has(config, "d_model")) and (
+    top_is_text = text_twin or has(config, "vocab_size") and (
+        has(config, "hidden_size") or has(config, "d_model")) and (
         "text_config" not in (getattr(config, "sub_configs", {}) or {})
     )
     for path, sub, role in tree:
@@ -204,7 +221,7 @@ def shrink_config(config, ov: Override = NO_OVERRIDE, text_table: dict | None = 
         fit_tokens_per_image(config)
         remap_vision_layer_refs(config, orig_vision_depth, set(ov.config))
     size = geometry(config).size
-    for path, sub, role in tree:
+    for _path, sub, _role in tree:
         if isinstance(sub.__dict__.get("image_grid_pinpoints"), list) and size and before_geometry.size:
             sub.image_grid_pinpoints = scale_pinpoints(sub.image_grid_pinpoints, size / before_geometry.size)
     for key, value in ov.config.items():

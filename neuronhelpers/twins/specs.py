@@ -82,7 +82,8 @@ def architectures(task: str | None = None) -> list[TwinSpec]:
 def mapped_tasks(model_type: str) -> list[str]:
     """The catalog tasks whose auto mapping lists this model type (a type can be in both)."""
     causal, vision = _mappings()
-    return [task for task, mapping in ((TEXT_GENERATION, causal), (IMAGE_TEXT_TO_TEXT, vision)) if model_type in mapping]
+    return [task for task, mapping in ((TEXT_GENERATION, causal), (IMAGE_TEXT_TO_TEXT, vision))
+            if model_type in mapping]
 
 
 def is_twin_id(model_id: str) -> bool:

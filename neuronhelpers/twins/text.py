@@ -24,7 +24,8 @@ def check_size(auto_class, config) -> None:
 
 
 def write_text_twin(spec, folder: Path) -> None:
-    """Build the text twin ``spec`` names (its ``overrides``: the family's text attributes) and save it into ``folder``."""
+    """Build the text twin ``spec`` names (its ``overrides``: the family's text attributes) and save it into
+    ``folder``."""
     import torch
     from transformers import AutoModelForCausalLM
 

@@ -113,8 +113,8 @@ def _bpe(special: list[str], suffix: str | None = None, lowercase: bool = False)
     if lowercase:
         bpe.normalizer = normalizers.Lowercase()
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False, **suffixed)
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=special,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False, **suffixed)
     bpe.train_from_iterator(_lines(), trainer)
     model = json.loads(bpe.to_str())["model"]
     return model["vocab"], [tuple(pair) for pair in model["merges"]]

@@ -13,13 +13,13 @@ from neuronhelpers.twins.configs import get, image_size, ints, try_setattr, visi
 
 # Vision attributes that must equal the text width (the tower projects into the language model).
 TO_TEXT_WIDTH = ("out_hidden_size", "text_hidden_size", "output_hidden_size")
-_WIDTH_WORDS = {"hidden", "intermediate", "dim", "ffn", "mlp", "channels", "channel", "proj", "projection", "projector", "width",
-                "embed", "model", "inner", "size"}
+_WIDTH_WORDS = {"hidden", "intermediate", "dim", "ffn", "mlp", "channels", "channel", "proj", "projection", "projector",
+                "width", "embed", "model", "inner", "size"}
 _NOT_WIDTH = {"image", "img", "patch", "vocab", "position", "positions", "window", "token", "tokens", "seq", "sampling",
               "resolution", "num", "max", "min", "codebook", "offset", "topk", "seed", "chunk", "scale", "extent",
               "floor", "len", "head", "lora", "rank", "id", "layers", "heads", "experts", "rate", "kernel", "stride",
-              "group", "groups", "batch", "cache", "merge", "temporal", "spatial", "pool", "pooling", "query", "queries",
-              "bins", "mel", "fft", "hop", "block", "step", "step"}
+              "group", "groups", "batch", "cache", "merge", "temporal", "spatial", "pool", "pooling", "query",
+              "queries", "bins", "mel", "fft", "hop", "block", "step"}
 # Width attributes that the shrink tables set; their original values define the old -> new width links.
 _LINK_KEYS = ("hidden_size", "intermediate_size", "d_model", "embed_dim", "ffn_hidden_size", "n_inner", "d_ff",
               "encoder_ffn_dim", "decoder_ffn_dim", "moe_intermediate_size", "shared_expert_intermediate_size")
@@ -37,13 +37,13 @@ def is_width(key):
 def _links(tree, before, main_text):
     """old width -> new width, per config path; the text model's; and any config's (first one wins)."""
     links = {}
-    for path, sub, role in tree:
+    for path, sub, _role in tree:
         for key in _LINK_KEYS:
             old, new = before[path].get(key), ints(sub).get(key)
             if old and new and old != new:
                 links.setdefault(path, {})[old] = new
     text_links = {}
-    for path, sub, role in tree:
+    for path, sub, _role in tree:
         if sub is main_text:
             text_links = links.get(path, {})
     any_links = {}
@@ -70,8 +70,10 @@ def link_widths(tree, before, main_text, text_hidden_before, text_hidden, pinned
                 set(key.split("_")) & _NOT_WIDTH - {"image", "token"})  # (janus: image_token_embed_dim)
             if (path, key) in pinned or not (is_width(key) or into_text and role == "vision") or old < 16:
                 continue
-            if role == "vision" and path != "config" and text_hidden_before and old == text_hidden_before and key != "intermediate_size":
-                # a vision width equal to the text width stays equal (pix2struct's decoder attends to the encoder's width)
+            if (role == "vision" and path != "config" and text_hidden_before and old == text_hidden_before
+                    and key != "intermediate_size"):
+                # a vision width equal to the text width stays equal (pix2struct's decoder attends to the encoder's
+                # width)
                 setattr(sub, key, text_hidden)
                 continue
             if now.get(key) != old:
@@ -105,7 +107,7 @@ def fit_tokens_per_image(config):
     if not (size and isinstance(patch, int)):
         return
     patches = (size // patch) ** 2
-    for path, sub, role in walk_configs(config):
+    for _path, sub, _role in walk_configs(config):
         for key in _TOKENS_PER_IMAGE:
             if key in sub.__dict__ and isinstance(getattr(sub, key), int):
                 setattr(sub, key, patches)
@@ -124,7 +126,8 @@ def _sections(total, original):
     """``total`` split into as many sections as ``original``; sections that were equal stay equal (ernie stacks its
     height and width sections), in proportion to the original where the even split would break that."""
     even = _split(total, len(original))
-    if all(even[i] == even[j] for i in range(len(original)) for j in range(len(original)) if original[i] == original[j]):
+    if all(even[i] == even[j] for i in range(len(original)) for j in range(len(original))
+           if original[i] == original[j]):
         return even
     whole = sum(original) or 1
     ideal = [total * v / whole for v in original]
@@ -133,7 +136,7 @@ def _sections(total, original):
     groups = {}
     for i, v in enumerate(original):
         groups.setdefault(v, []).append(i)
-    for v, idx in sorted(groups.items(), key=lambda g: -(ideal[g[1][0]] - out[g[1][0]])):
+    for _v, idx in sorted(groups.items(), key=lambda g: -(ideal[g[1][0]] - out[g[1][0]])):
         if 0 < len(idx) <= left:
             for i in idx:
                 out[i] += 1
@@ -169,7 +172,8 @@ def _modeling_mentions(config, word):
 def fix_rope(config):
     """Multimodal rope splits head_dim/2 frequencies into sections: resize them to the shrunk head_dim."""
     head_dim = get(config, "head_dim") or 16
-    wants_mrope = "mrope_section" in (getattr(type(config), "ignore_keys_at_rope_validation", None) or ()) or _modeling_mentions(config, "mrope_section")
+    wants_mrope = "mrope_section" in (getattr(type(config), "ignore_keys_at_rope_validation", None) or ()) or (
+        _modeling_mentions(config, "mrope_section"))
     rope = get(config, "rope_parameters")
     if not isinstance(rope, dict) or not rope:
         return

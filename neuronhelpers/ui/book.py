@@ -23,7 +23,8 @@ TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block extra_css -%}<style type="text/css">
-.nh-book-nav { display: flex; gap: 1.5em; justify-content: center; padding: 0.6em; font-family: var(--jp-ui-font-family);
+.nh-book-nav { display: flex; gap: 1.5em; justify-content: center; padding: 0.6em; \
+font-family: var(--jp-ui-font-family);
   font-size: 14px; border-bottom: 1px solid var(--jp-border-color2); }
 .nh-book-nav.nh-bottom { border-bottom: none; border-top: 1px solid var(--jp-border-color2); margin-top: 2em; }
 .nh-book-nav .nh-none { color: var(--jp-ui-font-color3); }
@@ -96,12 +97,12 @@ def build_book(executed_dir, out_dir, *, notebooks_dir=NOTEBOOKS_DIR, execute_mi
     for source in missing:
         execute_notebook(source, executed_dir / source.name)
     notebooks = [nbformat.read(executed_dir / source.name, as_version=4) for source in sources]
-    chapters = [(source.stem, *lesson_heading(nb, source.stem)) for source, nb in zip(sources, notebooks)]
+    chapters = [(source.stem, *lesson_heading(nb, source.stem)) for source, nb in zip(sources, notebooks, strict=True)]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     exporter = book_exporter()
     pages = []
-    for i, (nb, (stem, heading, _)) in enumerate(zip(notebooks, chapters)):
+    for i, (nb, (stem, heading, _)) in enumerate(zip(notebooks, chapters, strict=True)):
         nb = book_cells(nb)
         nb.metadata["title"] = plain(heading)
         nav = navigation(chapters[i - 1] if i else None, chapters[i + 1] if i + 1 < len(chapters) else None)

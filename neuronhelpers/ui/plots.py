@@ -128,7 +128,7 @@ def pass_rate_per_version(df: pd.DataFrame, ax=None):
     ax.set_ylabel("PASS (% of tested models)")
     ax.set_xlabel("compiler and library version")
     ax.set_title(title)
-    for bar, r, p, n in zip(bars, rate.values, passed.values, counts.values):
+    for bar, r, p, n in zip(bars, rate.values, passed.values, counts.values, strict=True):
         ax.annotate(rate_label(r, p, n), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
                     va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
     return ax
@@ -213,7 +213,7 @@ def pass_rate_by_family(df: pd.DataFrame, family: str = "model_type", top: int =
     ax.set_xlabel("PASS (% of tested models)")
     ax.set_ylabel(family.replace("_", " "))
     ax.set_title(title)
-    for bar, r in zip(bars, stats.itertuples(index=False)):
+    for bar, r in zip(bars, stats.itertuples(index=False), strict=True):
         ax.annotate(rate_label(r.rate, r.passed, r.tested), (bar.get_width(), bar.get_y() + bar.get_height() / 2),
                     va="center", fontsize=8, xytext=(3, 0), textcoords="offset points")
     return ax
@@ -226,7 +226,7 @@ def cause_labels(causes, width: int = 70) -> list[str]:
     repeated = {label for label in short if short.count(label) > 1}
     head = width // 2
     return [f"{str(c)[:head].rstrip()} … {str(c)[-(width - head - 3):].lstrip()}" if label in repeated else label
-            for c, label in zip(causes, short)]
+            for c, label in zip(causes, short, strict=True)]
 
 
 def causes_bar(df: pd.DataFrame, top: int = 10, ax=None, *, results=(FAIL,)):
@@ -248,7 +248,7 @@ def causes_bar(df: pd.DataFrame, top: int = 10, ax=None, *, results=(FAIL,)):
     ax.set_xlabel("architectures blocked")
     ax.set_ylabel("root cause")
     ax.set_title(title)
-    for bar, n in zip(bars, ranked["count"].values):
+    for bar, n in zip(bars, ranked["count"].values, strict=True):
         ax.annotate(str(n), (bar.get_width(), bar.get_y() + bar.get_height() / 2), va="center", fontsize=8,
                     xytext=(3, 0), textcoords="offset points")
     from matplotlib.patches import Patch
@@ -260,7 +260,8 @@ def causes_bar(df: pd.DataFrame, top: int = 10, ax=None, *, results=(FAIL,)):
 
 
 # Where a run's seconds go, in the order they happen; the rest of the process's wall time is start-up.
-TIME_PARTS = (("load_s", "load (from_pretrained)", "#1f77b4"), ("compile_s", "compile (first generate - warm)", "#d62728"),
+TIME_PARTS = (("load_s", "load (from_pretrained)", "#1f77b4"),
+              ("compile_s", "compile (first generate - warm)", "#d62728"),
               ("generate_s", "warm generate", "#2ca02c"))
 STARTUP = ("start-up and imports", "#bbbbbb")
 
@@ -319,17 +320,18 @@ def divergence_margins(rows, ax=None):
         part = data.result == result
         if part.any():
             ax.scatter(x[part], data.margin[part], color=color, label=name, s=36, zorder=3)
-    for style, (dtype, group) in zip(("--", ":", "-.", (0, (5, 1))), data.groupby("tolerance_line", sort=True)):
+    for style, (dtype, group) in zip(("--", ":", "-.", (0, (5, 1))), data.groupby("tolerance_line", sort=True),
+                                     strict=False):
         ax.hlines(dtype, group.index.min() - 0.4, group.index.max() + 0.4, colors="#333333", linestyles=style,
                   label=f"tolerance, {group['dtype'].iloc[0]}: {dtype:g}", zorder=2)
     if len(data) <= 12:
-        for xi, margin in zip(x, data.margin):
+        for xi, margin in zip(x, data.margin, strict=True):
             ax.annotate(f"{margin:.3g}", (xi, margin), xytext=(6, 0), textcoords="offset points", va="center",
                         fontsize=7)
     labels = data["model_id"] if "model_id" in data else pd.Series(x.astype(str))
     where = data["first_divergence"] if "first_divergence" in data else pd.Series(None, index=data.index)
     ticks = [textwrap.fill(textwrap.shorten(str(label), width=44, placeholder="…"), 16)
-             + ("" if pd.isna(i) else f"\ntoken {int(i)}") for label, i in zip(labels, where)]
+             + ("" if pd.isna(i) else f"\ntoken {int(i)}") for label, i in zip(labels, where, strict=True)]
     ax.set_xticks(range(len(data)), ticks, fontsize=7, rotation=30 if len(data) > 8 else 0,
                   ha="right" if len(data) > 8 else "center")
     ax.set_xlim(-0.7, len(data) - 0.3)
@@ -359,8 +361,9 @@ def verdicts_per_release(df: pd.DataFrame, ax=None):
         values = table[result]
         if values.sum() == 0:
             continue
-        bars = ax.barh(range(len(table)), values.values, left=left.values, color=RESULT_COLORS[result], height=0.6, label=result)
-        for bar, value in zip(bars, values.values):
+        bars = ax.barh(range(len(table)), values.values, left=left.values, color=RESULT_COLORS[result], height=0.6,
+                       label=result)
+        for bar, value in zip(bars, values.values, strict=True):
             if value:
                 ax.annotate(str(int(value)), (bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2),
                             ha="center", va="center", fontsize=7, color="white")

@@ -24,7 +24,8 @@ _HASH = re.compile(r"(?<![\w])[0-9a-z]{24,}(?![\w])")  # generated file names (i
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _GUARD = re.compile(r"^\s*-\s*\d+/\d+:\s*(.+?)\s*(?:#.*)?$", re.M)
 _MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
-_REQUIRES_LIBRARY = re.compile(r"requires the ([\w\-. ]+?) librar(?:y|ies)\b.*?(?:not found|but it was not found)", re.I | re.S)
+_REQUIRES_LIBRARY = re.compile(r"requires the ([\w\-. ]+?) librar(?:y|ies)\b.*?(?:not found|but it was not found)",
+                               re.I | re.S)
 _PIP_INSTALL = re.compile(r"pip install ([\w\-\[\]]+)")
 
 

@@ -33,7 +33,8 @@ def classify_failure(outcome: ProcessOutcome, timeout: float) -> dict:
         stage = payload.get("stage") or vocab.STAGE_RUN
         package = missing_package(error, trace) if stage in (vocab.STAGE_LOAD, vocab.STAGE_REFERENCE) else None
         if package:
-            return {"result": UNTESTED, "stage": vocab.UNTESTED_DEPENDENCY, "cause": f"missing package: {package}", "traceback": trace,
+            return {"result": UNTESTED, "stage": vocab.UNTESTED_DEPENDENCY, "cause": f"missing package: {package}",
+                    "traceback": trace,
                     "error": f"needs the package '{package}', which is not installed here ({error}): "
                              f"pip install {package}, then run it again"}
         guard = failing_guard(payload.get("recompile_reasons"))
@@ -43,12 +44,14 @@ def classify_failure(outcome: ProcessOutcome, timeout: float) -> dict:
                 "cause": failure_cause(payload.get("error_type"), error, trace, payload.get("recompile_reasons"))}
     tail = outcome.stderr[-20000:]
     if outcome.timed_out:
-        return {"result": FAIL, "stage": vocab.STAGE_TIMEOUT, "error": f"no result within {timeout:g} s; the run was stopped",
+        return {"result": FAIL, "stage": vocab.STAGE_TIMEOUT,
+                "error": f"no result within {timeout:g} s; the run was stopped",
                 "traceback": tail, "cause": "timeout"}
     sig = outcome.signal_name
     if sig == "SIGKILL":
         # Killed from outside without our timeout: the kernel's out-of-memory killer.
-        return {"result": FAIL, "stage": vocab.STAGE_OOM, "error": "the process was killed (SIGKILL), most likely out of memory",
+        return {"result": FAIL, "stage": vocab.STAGE_OOM,
+                "error": "the process was killed (SIGKILL), most likely out of memory",
                 "traceback": tail, "cause": "killed (SIGKILL): out of memory"}
     if sig:
         return {"result": FAIL, "stage": vocab.STAGE_RUN, "error": f"the process died with {sig}", "traceback": tail,

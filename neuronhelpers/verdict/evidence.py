@@ -31,7 +31,8 @@ def evidence_level(row: dict) -> str | None:
         word, stage = eager_word(row.get("device_eager")), row.get("stage")
         if stage == vocab.STAGE_REFERENCE:  # the CPU reference failed first: the device never ran, eager or compiled
             return vocab.EVIDENCE_REFERENCE_FAILED
-        if word == vocab.DEVICE_EAGER_RAN and stage == vocab.STAGE_MISMATCH and row.get("eager_equals_compiled") is True:
+        if (word == vocab.DEVICE_EAGER_RAN and stage == vocab.STAGE_MISMATCH
+                and row.get("eager_equals_compiled") is True):
             return vocab.EVIDENCE_EAGER_SAME_TOKENS
         return {vocab.DEVICE_EAGER_RAN: vocab.EVIDENCE_EAGER_RAN,
                 vocab.DEVICE_EAGER_FAILED: vocab.EVIDENCE_EAGER_FAILED}.get(word, vocab.EVIDENCE_EAGER_UNKNOWN)
@@ -46,7 +47,8 @@ def speedup(row: dict) -> float | None:
         return float(value) if isinstance(value, (int, float)) and value == value and value > 0 else None
 
     pairs = ((number("decode_tokens_per_s"), number("eager_decode_tokens_per_s")),
-             (number("items_per_s") if row.get("task") == vocab.FEATURE_EXTRACTION else None, number("eager_items_per_s")),
+             (number("items_per_s") if row.get("task") == vocab.FEATURE_EXTRACTION else None,
+              number("eager_items_per_s")),
              (number("eager_image_s"), number("image_s")))
     for fast, slow in pairs:
         if fast and slow:

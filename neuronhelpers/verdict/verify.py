@@ -28,7 +28,7 @@ class Verdict:
 
 
 def first_divergence(device: list[int], reference: list[int]) -> int | None:
-    for index, (a, b) in enumerate(zip(device, reference)):
+    for index, (a, b) in enumerate(zip(device, reference, strict=False)):
         if a != b:
             return index
     if len(device) != len(reference):
@@ -55,7 +55,8 @@ def compare_tokens(device_tokens: list[int], reference: dict, dtype: str) -> Ver
             return Verdict(PASS, None, vocab.NEAR_TIE, index, margin)
     else:
         device_token = None
-    detail = f"token {index} is {device_token}, the CPU reference has {ref_tokens[index] if index < len(ref_tokens) else 'nothing'}"
+    detail = (f"token {index} is {device_token}, the CPU reference has "
+              f"{ref_tokens[index] if index < len(ref_tokens) else 'nothing'}")
     if margin is not None:
         detail += f" (reference top-1/top-2 margin {margin:.4g}, near-tie tolerance {tolerance:g})"
     return Verdict(FAIL, vocab.STAGE_MISMATCH, None, index, margin, f"tokens diverge from the CPU reference: {detail}")
@@ -79,7 +80,8 @@ def _graded(exact: bool, within: bool, figures: dict, tolerance: float, what: st
         return dict(columns, result=PASS, verification=vocab.EXACT)
     if within:
         return dict(columns, result=PASS, verification=vocab.WITHIN_TOLERANCE)
-    return dict(columns, result=FAIL, verification=None, stage=vocab.STAGE_MISMATCH, cause=f"{what} from the CPU reference",
+    return dict(columns, result=FAIL, verification=None, stage=vocab.STAGE_MISMATCH,
+                cause=f"{what} from the CPU reference",
                 error=f"{what} from the CPU reference beyond the {detail}")
 
 
@@ -99,7 +101,8 @@ def verify_embeddings(params: dict, payload: dict, reference: dict) -> dict:
     detail = (f"{params['dtype']} tolerance: max abs difference {max_abs:.3g} (at most {bounds['max_abs_diff']:g}), "
               f"lowest cosine similarity {min_cosine:.6f} (at least {bounds['min_cosine']:g})")
     return _graded(payload["embeddings"] == reference["embeddings"], within,
-                   {"max_abs_diff": max_abs, "min_cosine": min_cosine}, bounds["max_abs_diff"], "embeddings differ", detail)
+                   {"max_abs_diff": max_abs, "min_cosine": min_cosine}, bounds["max_abs_diff"], "embeddings differ",
+                   detail)
 
 
 def decode_image(payload: dict):
@@ -126,14 +129,16 @@ def verify_image(params: dict, payload: dict, reference: dict) -> dict:
     mse = float(((device - ref) ** 2).mean())
     psnr = 10 * math.log10(1.0 / mse) if mse > 0 else None  # identical images: no finite PSNR
     within = max_abs <= bounds["max_abs_diff"] and (psnr is None or psnr >= bounds["min_psnr_db"])
-    detail = (f"{params['dtype']} tolerance: max abs pixel difference {max_abs:.3g} (at most {bounds['max_abs_diff']:g}), "
-              f"PSNR {psnr:.1f} dB (at least {bounds['min_psnr_db']:g} dB)" if psnr is not None else "")
+    detail = (f"{params['dtype']} tolerance: max abs pixel difference {max_abs:.3g} (at most "
+              f"{bounds['max_abs_diff']:g}), PSNR {psnr:.1f} dB (at least "
+              f"{bounds['min_psnr_db']:g} dB)" if psnr is not None else "")
     return _graded(payload["image"] == reference["image"], within, {"max_abs_diff": max_abs, "psnr_db": psnr},
                    bounds["max_abs_diff"], "the image differs", detail)
 
 
 # One check per library's recipe: its name -> (params, device payload, reference payload) -> row columns.
-VERIFIERS = {vocab.TRANSFORMERS: verify_tokens, vocab.SENTENCE_TRANSFORMERS: verify_embeddings, vocab.DIFFUSERS: verify_image}
+VERIFIERS = {vocab.TRANSFORMERS: verify_tokens, vocab.SENTENCE_TRANSFORMERS: verify_embeddings,
+             vocab.DIFFUSERS: verify_image}
 
 
 def verify_outputs(params: dict, payload: dict, reference: dict) -> dict:

@@ -69,9 +69,10 @@ def _check_model_class(model_type):
     if cls is None:
         return
     params = inspect.signature(cls.forward).parameters
-    if not any(w in p for p in params for w in ("pixel", "patches", "image")) and not hasattr(cls, "get_image_features"):
-        raise TwinError(f"{cls.__name__}.forward takes no image input (no pixel_values): listed in the image-text-to-text "
-                        "mapping but not an image-text model")
+    if not any(w in p for p in params for w in ("pixel", "patches", "image")) and not hasattr(
+            cls, "get_image_features"):
+        raise TwinError(f"{cls.__name__}.forward takes no image input (no pixel_values): listed in the "
+                        "image-text-to-text mapping but not an image-text model")
     if not hasattr(cls, "generate"):
         raise TwinError(f"{cls.__name__} has no generate(): not a text generator (run.py cannot drive it)")
 
@@ -108,7 +109,8 @@ def _assemble(model_type, ov):
     sync_vocab(config, processor.tokenizer)
     model = make_model(config)
     if _count(model) > MAX_TWIN_PARAMETERS:
-        raise TwinError(f"config cannot be shrunk below {MAX_TWIN_PARAMETERS/1e6:.0f}M parameters: {_count(model)/1e6:.1f}M")
+        raise TwinError(f"config cannot be shrunk below {MAX_TWIN_PARAMETERS/1e6:.0f}M parameters: "
+                        f"{_count(model)/1e6:.1f}M")
     return ProbeState(model_type, config, parts, named, extra, ov, model=model, trial=processor)
 
 

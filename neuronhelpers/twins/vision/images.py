@@ -108,7 +108,8 @@ def _edge_kwargs(ip, size, vc, original: Geometry) -> dict:
     patch, old_patch = get(vc, "patch_size"), original.patch
     cur = _as_dict(getattr(ip, "size", None))
     merge = get(vc, "spatial_merge_size") or 1
-    for unit in (1, merge) if not size and isinstance(patch, int) and isinstance(old_patch, int) and isinstance(cur, dict) and cur else ():
+    for unit in ((1, merge) if not size and isinstance(patch, int) and isinstance(old_patch, int)
+                 and isinstance(cur, dict) and cur else ()):
         if all(v == old_patch * unit for v in cur.values()):
             kwargs["size"] = {k: patch * unit for k in cur}
     return kwargs
@@ -133,7 +134,8 @@ def image_processor_kwargs(ip, config, ov_ip: dict, original: Geometry) -> dict:
     pinpoints = getattr(ip, "image_grid_pinpoints", None)
     if size and pinpoints and original.size:
         kwargs["image_grid_pinpoints"] = scale_pinpoints(pinpoints, size / original.size)
-    if hasattr(ip, "image_seq_length") and ip.image_seq_length is None or isinstance(getattr(ip, "image_seq_length", None), int):
+    if hasattr(ip, "image_seq_length") and ip.image_seq_length is None or isinstance(
+            getattr(ip, "image_seq_length", None), int):
         kwargs["image_seq_length"] = patches(config) or 16  # read by some processors; the probe corrects it
     if size:
         for attr in ("tile_size", "scale_resolution"):
@@ -173,7 +175,7 @@ def build_image_processor(model_type, config, ov, original: Geometry):
             if cls is None:
                 raise ImportError(f"{name} not found")
             return sync_image_processor(cls, config, ov.image_processor, original)
-        except Exception as exc:  # try the next backend; every backend's reason is kept for the error below
+        except Exception as exc:  # noqa: BLE001 - try the next backend; each one's reason is kept for the error below
             errors.append(f"{name}: {first_line(exc, name=True)}")
     if errors:
         raise TwinError("image processor: " + "; ".join(errors))

@@ -51,7 +51,8 @@ def generate(model, processor, new_tokens=4):
 
     inputs = prompt_inputs(processor)
     dtype = next(model.parameters()).dtype  # floats in the model's dtype, as the recipe passes them
-    inputs = {k: (v.to(dtype) if hasattr(v, "is_floating_point") and v.is_floating_point() else v) for k, v in inputs.items()}
+    inputs = {k: (v.to(dtype) if hasattr(v, "is_floating_point") and v.is_floating_point() else v)
+              for k, v in inputs.items()}
     with torch.no_grad():
         out = model.generate(**inputs, max_new_tokens=new_tokens, do_sample=False)
     seq = out.sequences if hasattr(out, "sequences") else out
@@ -155,7 +156,7 @@ def _named_token(state: ProbeState, match):
 
 def _token_id_attribute(state: ProbeState, match):
     cls, attribute = match.group(1), match.group(2)
-    for path, sub, role in walk_configs(state.config):
+    for _path, sub, _role in walk_configs(state.config):
         if type(sub).__name__ == cls:
             fresh = token_for(attribute.rsplit("_", 1)[0])
             if fresh not in state.extra:
@@ -168,7 +169,8 @@ def _token_id_attribute(state: ProbeState, match):
 
 
 def counts(state: ProbeState, match) -> tuple[int, int]:
-    """(image tokens, image features) of a mismatch error; a feature numel (some models report it) counted in features."""
+    """(image tokens, image features) of a mismatch error; a feature numel (some models report it) counted in
+    features."""
     tokens, features = int(match.group(1)), int(match.group(2))
     width = state.model.config.get_text_config().hidden_size
     if features > 256 and features % width == 0:
@@ -217,14 +219,15 @@ def _sequence_length(state: ProbeState, match):
     has_seq = any(isinstance(getattr(trial, n, None), int) for n in SEQ_NAMES)
     if hasattr(trial, "num_additional_image_tokens") and not has_seq:
         extra_tokens = trial.num_additional_image_tokens + features - tokens
-        state.ov = dataclasses.replace(state.ov, processor={**state.ov.processor, "num_additional_image_tokens": extra_tokens})
+        state.ov = dataclasses.replace(state.ov, processor={**state.ov.processor,
+                                                            "num_additional_image_tokens": extra_tokens})
     else:
         current = next((getattr(trial, n) for n in SEQ_NAMES if isinstance(getattr(trial, n, None), int)), None)
         if current is None:
             current = getattr(trial.image_processor, "image_seq_length", None)
         # the processor may repeat its sequence per view (tiles): scale it by features / tokens
-        state.seq_len = current * features // tokens if isinstance(current, int) and current and (current * features) % tokens == 0 \
-            else features
+        state.seq_len = current * features // tokens if isinstance(current, int) and current and (
+            current * features) % tokens == 0 else features
     state.rebuild()
     if state.seq_len is not None:
         if hasattr(state.trial.image_processor, "image_seq_length"):
@@ -238,13 +241,15 @@ def _sequence_length(state: ProbeState, match):
 REPAIRS: list[Repair] = [
     Repair("named_token", re.compile(r"tokenizer does not have an? `(\w+_token)`"), _named_token,
            "the processor asks the tokenizer for a named token: the tokenizer gets one"),
-    Repair("token_id_attribute", re.compile(r"'(\w+)' object has no attribute '(\w+_token_(?:id|index))'"), _token_id_attribute,
+    Repair("token_id_attribute", re.compile(r"'(\w+)' object has no attribute "
+                                            r"'(\w+_token_(?:id|index))'"), _token_id_attribute,
            "the model reads a token id its default config lacks: a fresh token, its id set on that config"),
     Repair("image_token_unused", _MISMATCH, _image_token_unused,
-           "no image token in the prompt: the config's image token points at the special token the processor repeats most"),
+           "no image token in the prompt: the config's image token points at the special token the processor "
+           "repeats most"),
     Repair("repeated_token", _MISMATCH, _repeated_token,
-           "another special token is repeated once per feature (llama4's <|patch|>, where <|image|> only marks the place): "
-           "the model's image token is that one"),
+           "another special token is repeated once per feature (llama4's <|patch|>, where <|image|> only marks "
+           "the place): the model's image token is that one"),
     Repair("sequence_length", _MISMATCH, _sequence_length,
            "the processor writes a different number of image tokens than the tower gives features: its sequence length "
            "(or its additional image tokens) resized"),
@@ -278,7 +283,7 @@ def _attempt(state: ProbeState):
             return RETRY
         generate(state.model, state.trial)
         return None
-    except Exception as exc:  # the model's or processor's own error is the probe's evidence: returned, then repaired
+    except Exception as exc:  # noqa: BLE001 - the model's or processor's own error is the probe's evidence: returned
         return first_line(exc, name=True), str(exc)
 
 

@@ -30,7 +30,7 @@ def safe_getattr(owner, key):
     """getattr, or None when the attribute refuses to be read (a tokenizer property of a token it lacks); logged."""
     try:
         return getattr(owner, key, None)
-    except Exception as exc:  # tokenizer and processor properties raise what they like: recorded below
+    except Exception as exc:  # noqa: BLE001 - tokenizer and processor properties raise what they like: recorded
         log.debug("%s.%s cannot be read: %s", type(owner).__name__, key, first_line(exc, name=True))
         return None
 
@@ -48,7 +48,7 @@ def _own_processor_class(model_type):
             obj = getattr(module, attr)
             if isinstance(obj, type) and issubclass(obj, ProcessorMixin) and obj is not ProcessorMixin:
                 return obj
-    except Exception as exc:  # the module or one of its lazy names does not import (ImportError, RuntimeError): recorded
+    except Exception as exc:  # noqa: BLE001 - the module or a lazy name does not import (ImportError, RuntimeError)
         log.debug("transformers.models for %s has no importable processor: %s", model_type, first_line(exc, name=True))
     return None
 
@@ -147,7 +147,8 @@ def _tokens_to_add(processor, tok, named, extra) -> bool:
         return True
     wanted = [str(value) for key, value in vars(processor).items()
               if key.endswith("_token") and value and (isinstance(value, str) or hasattr(value, "content"))]
-    new = [t for t in wanted if t not in extra and t not in named.values() and tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id)]
+    new = [t for t in wanted if t not in extra and t not in named.values()
+           and tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id)]
     extra.extend(new)
     return bool(new)
 

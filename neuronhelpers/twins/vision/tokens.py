@@ -12,7 +12,8 @@ from neuronhelpers.twins.tokenizers import token_for
 from neuronhelpers.twins.vision.processors import safe_getattr
 
 _TOKEN_ID = re.compile(r"^(\w+?)_(id|index)$")
-_PLAIN = {"bos_token": "bos_token_id", "eos_token": "eos_token_id", "pad_token": "pad_token_id", "unk_token": "unk_token_id"}
+_PLAIN = {"bos_token": "bos_token_id", "eos_token": "eos_token_id", "pad_token": "pad_token_id",
+          "unk_token": "unk_token_id"}
 
 
 def codebook_tokens(config, spec: dict) -> list[str]:
@@ -37,7 +38,8 @@ def _lookup_token_id(tok, processor, base, named):
 
     if base in named:
         return id_of(named[base])
-    for candidate in (safe_getattr(processor, base + "_id"), id_of(safe_getattr(processor, base)), id_of(safe_getattr(tok, base))):
+    for candidate in (safe_getattr(processor, base + "_id"), id_of(safe_getattr(processor, base)),
+                      id_of(safe_getattr(tok, base))):
         if valid(candidate):
             return candidate
     return None
@@ -82,7 +84,7 @@ def wire_token_ids(config, processor, named, extra):
     Returns True when tokens had to be added to the tokenizer (the processor must then be rebuilt)."""
     tok = processor.tokenizer
     added = False
-    for path, sub, role in walk_configs(config):
+    for _path, sub, _role in walk_configs(config):
         keys = [k for k in list(sub.__dict__) + list(getattr(sub, "attribute_map", {})) if not k.startswith("_")]
         for key in dict.fromkeys(keys):
             current = sub.__dict__.get(key)
@@ -100,7 +102,7 @@ def wire_token_ids(config, processor, named, extra):
 def image_token_keys(config):
     """(config, attribute) of every image token id in the tree (molmo2: image_token_id -> image_patch_id)."""
     out = []
-    for path, sub, role in walk_configs(config):
+    for _path, sub, _role in walk_configs(config):
         for key in list(sub.__dict__) + list(getattr(sub, "attribute_map", {})):
             if re.fullmatch(r"image_token_(id|index)", key):
                 out.append((sub, key))

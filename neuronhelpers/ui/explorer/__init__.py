@@ -33,14 +33,42 @@ Modules:
 """
 
 from neuronhelpers.ui.explorer.detail import highlight_python, model_detail, render_detail_html, reproduce_command
-from neuronhelpers.ui.explorer.frames import (DEFAULT_LIBRARY, MEASURES, NO_ROW, RANKED_VIEWS, RESULT_ORDER,
-                                              TABLE_COLUMNS, TASKS, VIEW_COLUMNS, VIEWS, TwinVerdicts, filter_by_name,
-                                              newest_pair, normalise_results, result_kind, result_label,
-                                              rows_for_versions, sort_table, versions_available, view_table)
-from neuronhelpers.ui.explorer.markup import (cell_html, dataset_notices, download_link, render_notices_html,
-                                              render_table_html)
-from neuronhelpers.ui.explorer.summaries import (family_pass_rates, render_family_svg, render_static_html,
-                                                 render_summary_html, summary_text, view_summary)
+from neuronhelpers.ui.explorer.frames import (
+                                              DEFAULT_LIBRARY,
+                                              MEASURES,
+                                              NO_ROW,
+                                              RANKED_VIEWS,
+                                              RESULT_ORDER,
+                                              TABLE_COLUMNS,
+                                              TASKS,
+                                              VIEW_COLUMNS,
+                                              VIEWS,
+                                              TwinVerdicts,
+                                              filter_by_name,
+                                              newest_pair,
+                                              normalise_results,
+                                              result_kind,
+                                              result_label,
+                                              rows_for_versions,
+                                              sort_table,
+                                              versions_available,
+                                              view_table,
+)
+from neuronhelpers.ui.explorer.markup import (
+                                              cell_html,
+                                              dataset_notices,
+                                              download_link,
+                                              render_notices_html,
+                                              render_table_html,
+)
+from neuronhelpers.ui.explorer.summaries import (
+                                              family_pass_rates,
+                                              render_family_svg,
+                                              render_static_html,
+                                              render_summary_html,
+                                              summary_text,
+                                              view_summary,
+)
 from neuronhelpers.ui.explorer.widget import Explorer, explore
 
 __all__ = [

@@ -17,8 +17,17 @@ from neuronhelpers.core.vocab import EXCLUDED, PASS
 from neuronhelpers.run.compile_cache import NEURON_ONLY, local_cache_command, sync_command
 from neuronhelpers.store.schema import ran_on
 from neuronhelpers.ui.explorer.frames import NO_ROW, normalise_results, result_kind, result_label, rows_for_versions
-from neuronhelpers.ui.explorer.markup import (STYLE, as_text, copy_button, download_link, is_missing, kv_table_html,
-                                              pre_html, render_table_html, result_class)
+from neuronhelpers.ui.explorer.markup import (
+    STYLE,
+    as_text,
+    copy_button,
+    download_link,
+    is_missing,
+    kv_table_html,
+    pre_html,
+    render_table_html,
+    result_class,
+)
 
 
 def _number(value):
@@ -50,7 +59,7 @@ def _history(history: pd.DataFrame) -> pd.DataFrame:
         "library": last["library"].fillna("") + " " + last["library_version"].fillna(""),
         "Neuron SDK": last["neuron_sdk"].fillna(""),
         "cores": pd.to_numeric(last["neuron_cores"], errors="coerce").astype("Int64"),
-        "result": [result_label(r, s) for r, s in zip(last["result"], last["stage"])],
+        "result": [result_label(r, s) for r, s in zip(last["result"], last["stage"], strict=True)],
         "wall time (s)": pd.to_numeric(last["wall_s"], errors="coerce").round(1),
         "compile (s)": pd.to_numeric(last["compile_s"], errors="coerce").round(1),
         "tested": pd.to_datetime(last["timestamp"], utc=True, errors="coerce").dt.strftime("%Y-%m-%d").fillna(""),
@@ -74,10 +83,13 @@ def _run_facts(get, cores) -> dict:
         "eager decode": None if eager is None else f"{eager:.1f} tokens/s",
         "speed-up (compiled / eager)": None if speed is None else f"{speed:.2f}x",
         "graph breaks": _count(get("graph_breaks")), "graphs compiled": _count(get("unique_graphs")),
-        "recompiles": _count(get("recompiles")), "CPU fallback ops": ", ".join(map(str, list(get("fallback_ops") if get("fallback_ops") is not None else []))) or None,
+        "recompiles": _count(get("recompiles")),
+        "CPU fallback ops": ", ".join(map(str, list(get("fallback_ops") if get("fallback_ops") is not None else [])))
+        or None,
         "declares fullgraph": get("declared_fullgraph"),
         # a row of the published dataset records no parallelism: the count alone, never a guessed 'none'
-        "cores": None if cores is None else f"{int(cores)} ({get('parallelism')})" if get("parallelism") else str(int(cores)),
+        "cores": None if cores is None else f"{int(cores)} ({get('parallelism')})" if get("parallelism")
+        else str(int(cores)),
         "wall time": seconds("wall_s"), "load": seconds("load_s"), "compile": seconds("compile_s"),
         "warm generate (32 tokens)": seconds("generate_s", 2), "time to first token": seconds("ttft_s", 3),
         "decode": None if decode is None else f"{decode:.1f} tokens/s",
@@ -204,7 +216,8 @@ def _heading_html(detail: dict) -> list[str]:
     if detail["error"]:
         stage = as_text(row.get("stage"))
         title = "Reason" if result_kind(label) in (EXCLUDED, vocab.UNTESTED) else "Error"
-        parts.append(f"<p><b>{title}</b>{' (' + html.escape(stage) + ')' if stage else ''}:</p>{pre_html(detail['error'])}")
+        parts.append(f"<p><b>{title}</b>{' (' + html.escape(stage) + ')' if stage else ''}:</p>"
+                     f"{pre_html(detail['error'])}")
     return parts
 
 
@@ -240,7 +253,8 @@ def _more_html(detail: dict) -> list[str]:
                      f"{copy_button()}</div>")
     if detail["packages"]:
         count = len(detail["packages"].splitlines())
-        parts.append(f"<details><summary>All {count} installed packages</summary>{pre_html(detail['packages'])}</details>")
+        parts.append(f"<details><summary>All {count} installed "
+                     f"packages</summary>{pre_html(detail['packages'])}</details>")
     if detail["traceback"]:
         parts.append(f"<details><summary>Full error output</summary>{pre_html(detail['traceback'])}</details>")
     return parts

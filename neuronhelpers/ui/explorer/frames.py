@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from neuronhelpers.analysis.agreement import trainium_rows
 from neuronhelpers.core import vocab
 from neuronhelpers.core.versions import NEURON_COMPILER
 from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS
 from neuronhelpers.models.selected import SELECTED
 from neuronhelpers.store.dataset import newest_per_model
 from neuronhelpers.store.schema import ran_on_labels
-from neuronhelpers.analysis.agreement import trainium_rows
 
 VIEWS = ("Selected", "Trending", "Downloads", "Architectures")
 RANKED_VIEWS = ("Trending", "Downloads")
@@ -177,8 +177,9 @@ class TwinVerdicts:
 def _notes(merged: pd.DataFrame, kind: pd.Series) -> pd.Series:
     """An exclusion's or an UNTESTED row's reason is its error; a FAIL without a note shows its cause."""
     reason = kind.isin([EXCLUDED, vocab.UNTESTED])
-    note = pd.Series([_join(n, e) if r else n for n, e, r in zip(merged["note"].fillna(""), merged["error"].fillna(""),
-                                                                   reason)], index=merged.index, dtype=object)
+    note = pd.Series([_join(n, e) if r else n
+                      for n, e, r in zip(merged["note"].fillna(""), merged["error"].fillna(""), reason, strict=True)],
+                     index=merged.index, dtype=object)
     return note.where(~(kind.eq(FAIL) & note.eq("")), merged["cause"].fillna(merged["error"]).fillna(""))
 
 
@@ -186,16 +187,17 @@ def _table_from(ids: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """Join a list of model ids (with 'task', 'architecture', 'note') to their rows; ids without a row say so."""
     needed = [c for c in VIEW_COLUMNS if c != "twin_of"]
     merged = ids.merge(rows[needed], on="model_id", how="left", suffixes=("", "_row"))
-    result = pd.Series([result_label(r, s) for r, s in zip(merged["result"], merged["stage"])], index=merged.index,
-                       dtype=object)
+    result = pd.Series([result_label(r, s) for r, s in zip(merged["result"], merged["stage"], strict=True)],
+                       index=merged.index, dtype=object)
     kind = result.map(result_kind)
     ran = kind.isin([PASS, FAIL]) | ~kind.isin([*RESULT_ORDER])  # a value outside the vocabulary: shown as recorded
     has_row = kind.ne(NO_ROW)
     table = {"model": merged["model_id"],
              "task": merged["task"].astype(object).fillna(merged["task_row"].astype(object)).fillna(""),
-             "architecture": merged["architecture"].astype(object).fillna(merged["model_type"].astype(object)).fillna(""),
+             "architecture": merged["architecture"].astype(object).fillna(
+                 merged["model_type"].astype(object)).fillna(""),
              "result": result,
-             RAN_ON: [label if r else "" for label, r in zip(ran_on_labels(merged), has_row)],
+             RAN_ON: [label if r else "" for label, r in zip(ran_on_labels(merged), has_row, strict=True)],
              "evidence": merged["evidence"].astype(object).where(ran, "").fillna("")}
     for column, source, scale, decimals in MEASURES:
         values = pd.to_numeric(merged[source], errors="coerce").where(ran)
@@ -207,7 +209,8 @@ def _table_from(ids: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     table["note"] = _notes(merged, kind)
     # A real copy from the shelf stands for the Hub model: its row is the model's result, its weights said beside it.
     shelf = merged["weights"].fillna("").astype(str).str.startswith(f"{vocab.WEIGHTS_SHELF}:")
-    table["note"] = [_join(w, n) if s else n for w, n, s in zip(merged["weights"].fillna(""), table["note"], shelf)]
+    table["note"] = [_join(w, n) if s else n
+                     for w, n, s in zip(merged["weights"].fillna(""), table["note"], shelf, strict=True)]
     return pd.DataFrame(table)
 
 
@@ -242,7 +245,7 @@ def _selected_table(rows: pd.DataFrame, _rankings, _view, _trainium) -> tuple[pd
     # the list's reason, and a row's own where one recorded the model excluded too (the published dataset's)
     table.loc[excluded, "note"] = [_join(note if kind == EXCLUDED else "", reason) for note, reason, kind in
                                    zip(table.loc[excluded, "note"], ids.loc[excluded, "note"],
-                                       table.loc[excluded, "result"].map(result_kind))]
+                                       table.loc[excluded, "result"].map(result_kind), strict=False)]
     table.loc[excluded, "result"] = EXCLUDED
     for column, *_ in MEASURES:
         table.loc[excluded, column] = pd.NA
@@ -260,7 +263,8 @@ def _ranked_table(rows: pd.DataFrame, rankings, view: str, _trainium) -> tuple[p
     return table, ["rank", "model", "downloads", *TABLE_COLUMNS[1:]]
 
 
-def _architectures_table(rows: pd.DataFrame, _rankings, _view, trainium: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+def _architectures_table(rows: pd.DataFrame, _rankings, _view,
+                         trainium: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     twin_rows = rows[rows["twin_of"].notna()].sort_values("model_id").reset_index(drop=True)
     ids = pd.DataFrame({"model_id": twin_rows["model_id"], "task": twin_rows["task"],
                         "architecture": twin_rows["twin_of"], "note": "twin of " + twin_rows["twin_of"]})
@@ -271,7 +275,8 @@ def _architectures_table(rows: pd.DataFrame, _rankings, _view, trainium: pd.Data
     if not trainium.empty:
         columns.insert(columns.index(RAN_ON) + 1, ON_TRAINIUM)
         table[ON_TRAINIUM] = [_on_trainium(trainium, a, lib, result_kind(r))
-                              for a, lib, r in zip(twin_rows["twin_of"], twin_rows["library"], table["result"])]
+                              for a, lib, r in zip(twin_rows["twin_of"], twin_rows["library"], table["result"],
+                                                   strict=False)]
     return table, columns
 
 
@@ -282,7 +287,7 @@ def _on_trainium(trainium: pd.DataFrame, architecture: str, library: str, twin_r
     same = same[same["result"].isin([PASS, FAIL])]
     if same.empty:
         return ""
-    listed = ", ".join(f"{m} {r}" for m, r in zip(same["model_id"], same["result"]))
+    listed = ", ".join(f"{m} {r}" for m, r in zip(same["model_id"], same["result"], strict=True))
     if twin_result not in (PASS, FAIL):
         return listed
     agree = int((same["result"] == twin_result).sum())
@@ -292,8 +297,9 @@ def _on_trainium(trainium: pd.DataFrame, architecture: str, library: str, twin_r
 def _with_twin_hints(table: pd.DataFrame, twins: TwinVerdicts) -> pd.DataFrame:
     """An untested model gets its architecture twin's verdict as a hint in its note, never as its result."""
     untested = table["result"].eq(NO_ROW)
-    hints = [twins.hint(a, t) if u else "" for a, t, u in zip(table["architecture"], table["task"], untested)]
-    table["note"] = [_join(n, h) for n, h in zip(table["note"], hints)]
+    hints = [twins.hint(a, t) if u else ""
+             for a, t, u in zip(table["architecture"], table["task"], untested, strict=True)]
+    table["note"] = [_join(n, h) for n, h in zip(table["note"], hints, strict=True)]
     return table
 
 

@@ -16,7 +16,8 @@ from neuronhelpers.ui.explorer.frames import DECIMALS, RESULT_ORDER, THOUSANDS, 
 from neuronhelpers.ui.plots import RESULT_COLORS
 
 STYLE = """<style>
-.nh-table{border-collapse:collapse;font-size:13px}.nh-table th,.nh-table td{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
+.nh-table{border-collapse:collapse;font-size:13px}.nh-table th,.nh-table td{padding:2px 8px;\
+border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 .nh-table caption{text-align:left;font-weight:600;padding:4px 0}
 .nh-PASS{color:%(pass)s;font-weight:600}.nh-FAIL{color:%(fail)s;font-weight:600}.nh-EXCLUDED{color:#8a6d00}
 .nh-untested{color:#777}.nh-UNTESTED{color:%(untested)s;font-weight:600}.nh-other{color:#b35c00;font-weight:600}
@@ -29,17 +30,22 @@ STYLE = """<style>
 .nh-download{color:#0645ad;text-decoration:underline}
 .nh-explorer .widget-html-content{line-height:1.4}
 .nh-grid{border-top:1px solid #ccc;font-size:12px;align-items:stretch;max-width:100%%}
-.nh-explorer .nh-grid>.jupyter-widgets{width:auto!important;min-width:0!important;max-width:none!important;margin:0!important;
+.nh-explorer .nh-grid>.jupyter-widgets{width:auto!important;min-width:0!important;max-width:none!important;\
+margin:0!important;
  height:auto!important;box-sizing:border-box}
 .nh-explorer .nh-grid>.nh-cells,.nh-explorer .nh-grid>.nh-cells>.widget-html-content{display:contents}
 .nh-explorer .nh-grid>.nh-sortbtn{order:-1}
 .nh-c{display:flex;align-items:center;line-height:1.35;white-space:normal;padding:2px 6px;font-size:12px;
  border-bottom:1px solid #eee;max-width:32em}
-.nh-explorer .nh-grid button.nh-rowbtn{background:none;box-shadow:none;color:#0645ad;text-decoration:underline;text-align:left;
- padding:2px 6px;line-height:1.35;font-size:12px;border:none;border-bottom:1px solid #eee;border-radius:0;white-space:nowrap;
+.nh-explorer .nh-grid button.nh-rowbtn{background:none;box-shadow:none;color:#0645ad;text-decoration:underline;\
+text-align:left;
+ padding:2px 6px;line-height:1.35;font-size:12px;border:none;border-bottom:1px solid #eee;border-radius:0;\
+white-space:nowrap;
  overflow:visible;text-overflow:clip}
-.nh-explorer .nh-grid button.nh-sortbtn{font-weight:600;font-size:12px;min-height:24px;white-space:normal;text-align:left;
- line-height:1.2;padding:2px 6px;background:#f0f0f0;border:none;border-bottom:1px solid #ccc;border-radius:0;box-shadow:none;
+.nh-explorer .nh-grid button.nh-sortbtn{font-weight:600;font-size:12px;min-height:24px;white-space:normal;\
+text-align:left;
+ line-height:1.2;padding:2px 6px;background:#f0f0f0;border:none;border-bottom:1px solid #ccc;border-radius:0;\
+box-shadow:none;
  overflow:visible;text-overflow:clip}
 </style>""" % {"pass": RESULT_COLORS[PASS], "fail": RESULT_COLORS[FAIL],
                 "untested": RESULT_COLORS[UNTESTED]}
@@ -87,8 +93,8 @@ def cell_html(column: str, value) -> str:
 
 def render_table_html(table: pd.DataFrame, caption: str = "") -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
-    body = "".join("<tr>" + "".join(f"<td>{cell_html(c, v)}</td>" for c, v in zip(table.columns, row)) + "</tr>"
-                   for row in table.itertuples(index=False))
+    body = "".join("<tr>" + "".join(f"<td>{cell_html(c, v)}</td>" for c, v in zip(table.columns, row, strict=True))
+                   + "</tr>" for row in table.itertuples(index=False))
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     return f'{STYLE}<table class="nh-table">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 

@@ -89,7 +89,8 @@ def render_family_svg(rates: pd.DataFrame, family_label: str = "architecture") -
                    f'<rect x="{label_w}" y="{y + 2}" width="{bar_w}" height="{row_h - 4}" fill="#eee"/>'
                    f'<rect x="{label_w}" y="{y + 2}" width="{bar_w * r.rate / 100:.1f}" height="{row_h - 4}" '
                    f'fill="{plots.PASS_COLOR}"/>'
-                   f'<text x="{label_w + bar_w + 6}" y="{y + 11}">{plots.rate_label(r.rate, r.passed, r.tested)}</text>')
+                   f'<text x="{label_w + bar_w + 6}" '
+                   f'y="{y + 11}">{plots.rate_label(r.rate, r.passed, r.tested)}</text>')
     out.append(f'<text x="{label_w + bar_w / 2}" y="{height - 4}" text-anchor="middle">PASS, % of tested models '
                f'(PASS + FAIL)</text></svg>')
     return "".join(out)

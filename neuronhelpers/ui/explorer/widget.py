@@ -14,13 +14,24 @@ import pandas as pd
 from neuronhelpers.core import vocab
 from neuronhelpers.core.vocab import LIBRARY_FOR_TASK
 from neuronhelpers.ui.explorer.detail import model_detail, render_detail_html
-from neuronhelpers.ui.explorer.frames import (DEFAULT_LIBRARY, MEASURES, RANKED_VIEWS, TASKS, VIEW_COLUMNS, VIEWS,
-                                              filter_by_evidence, filter_by_name, newest_pair, normalise_results, rows_for_versions,
-                                              sort_table, versions_available, view_table)
-from neuronhelpers.ui.explorer.markup import (STYLE, WIDGET_STYLE, cell_html, dataset_notices,
-                                              render_notices_html)
-from neuronhelpers.ui.explorer.summaries import (example_notices, render_static_html, render_summary_html,
-                                                 trainium_line)
+from neuronhelpers.ui.explorer.frames import (
+    DEFAULT_LIBRARY,
+    MEASURES,
+    RANKED_VIEWS,
+    TASKS,
+    VIEW_COLUMNS,
+    VIEWS,
+    filter_by_evidence,
+    filter_by_name,
+    newest_pair,
+    normalise_results,
+    rows_for_versions,
+    sort_table,
+    versions_available,
+    view_table,
+)
+from neuronhelpers.ui.explorer.markup import STYLE, WIDGET_STYLE, cell_html, dataset_notices, render_notices_html
+from neuronhelpers.ui.explorer.summaries import example_notices, render_static_html, render_summary_html, trainium_line
 
 
 def _track(column: str) -> str:
@@ -277,7 +288,8 @@ class Explorer:
 
     @staticmethod
     def _cells_html(columns, values) -> str:
-        return "".join(f'<div class="nh-c nh-c-{i}">{cell_html(c, v)}</div>' for i, (c, v) in enumerate(zip(columns, values)))
+        return "".join(f'<div class="nh-c nh-c-{i}">{cell_html(c, v)}</div>'
+                       for i, (c, v) in enumerate(zip(columns, values, strict=False)))
 
     def _render(self, table: pd.DataFrame):
         """Put one page of the (sorted) table into the grid; only changed values are sent to the page.
@@ -343,7 +355,8 @@ class Explorer:
         if not model_id:
             self.detail_html.value = render_detail_html(None)
             return
-        detail = model_detail(self.df, model_id, compiler_version=self.compiler.value, library_version=self.library.value)
+        detail = model_detail(self.df, model_id, compiler_version=self.compiler.value,
+                              library_version=self.library.value)
         hint = ""
         if detail is None and self.unsorted is not None:
             notes = self.unsorted.loc[self.unsorted["model"] == model_id, "note"]
