@@ -3,7 +3,8 @@ library can be, and which library tests which task.
 
 Everything else (harness, dataset validation, card, explorer) reads these names and tables; no other module of the
 package spells one of these words as a literal (the rendered run.py, which must be self-contained, is the one
-exception, and a test checks that every word it writes is defined here). The dataset card's explanations are
+exception, and a test checks that every word it writes is defined here; the measuring around it, run/measure.py,
+spells the device_eager words, checked the same way). The dataset card's explanations are
 generated from the descriptions here. Taught in notebook 04.
 """
 
@@ -95,7 +96,7 @@ VERIFICATIONS = {
 }
 
 # Whether the model ran eagerly (nothing compiled) on the same device: the row's `device_eager`, a word and, after
-# "failed" and "not tried", a colon and the reason. run.py writes them (its recipes spell the words themselves).
+# "failed" and "not tried", a colon and the reason. The measuring around run.py (run/measure.py) writes them.
 DEVICE_EAGER_RAN = "ran"
 DEVICE_EAGER_FAILED = "failed"
 DEVICE_EAGER_NOT_TRIED = "not tried"

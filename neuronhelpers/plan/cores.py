@@ -273,7 +273,7 @@ def plan_cores(config, parameters: int, *, dtype: str, core_memory: int, cores: 
         if parallelism is None:
             raise UserError(f"--cores {cores}: {why}")
         plan.cores, plan.parallelism = cores, parallelism
-        plan.reasons.append(f"cores to {cores} core(s) (--cores): {why}")
+        plan.reasons.append(f"forced to {cores} core(s) (--cores): {why}")
         if cores < needed:
             plan.reasons.append(f"warning: {cores} core(s) hold less than the weights need")
         return plan

@@ -4,8 +4,9 @@ Starting Python and importing torch and transformers takes seconds; a sweep pays
 device run and the CPU reference). The fork server is a process that has imported torch and transformers
 once (and nothing model-specific: no model was loaded, no kernel compiled, no thread pool started). For each
 run it forks a child, which becomes the run's own session and process group, takes the run's environment,
-working directory, CPU set and memory limit, sends stdout and stderr to files, and executes the same
-rendered run.py with ``runpy`` as ``__main__``, exactly as ``python run.py`` would. The run's timeout and
+working directory, CPU set and memory limit, sends stdout and stderr to files, and runs the same command line
+with ``runpy`` as ``__main__``, exactly as a fresh Python would: ``python run.py --reference``, or the device
+run's ``python -m neuronhelpers.run.measure run.py``. The run's timeout and
 kill are the caller's, as for a spawned process: ``tree.execute`` does the same with either.
 
 The protocol is JSON lines on the server's stdin/stdout: a request ``{"id", "argv", "cwd", "env", ...}``

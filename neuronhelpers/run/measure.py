@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import sys
 import time
 
@@ -46,8 +47,9 @@ def main(argv: list[str]) -> int:
     params = module.PARAMS
     if "--eager" not in flags:
         instrument(module, params, sharded=params["cores"] > 1)
-        module.rank_main = functools.partial(measured_rank, path)  # the spawned ranks measure rank 0 the same way
+        module.rank_main = functools.partial(measured_rank, path)  # each spawned rank is measured the same way
         return module.main(flags)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # as run.py's main sets it
     if params["device"] == "neuron":
         module.pin_neuron_contract()
     result = eager_run(module, params)
@@ -57,10 +59,10 @@ def main(argv: list[str]) -> int:
 
 
 def measured_rank(path: str, rank, cores, port, params, results) -> None:
-    """One rank of a sharded run, started by run.py's own launcher: rank 0 runs with the measuring around it."""
+    """One rank of a sharded run, started by run.py's own launcher, with the measuring around it: the row carries
+    rank 0's figures, or those of the rank that failed first."""
     module = load_run_py(path)
-    if rank == 0:
-        instrument(module, params, sharded=True)
+    instrument(module, params, sharded=True)
     module.rank_main(rank, cores, port, params, results)
 
 
@@ -76,12 +78,14 @@ class _Measuring:
     figures added to the recipe's result."""
 
     call = ""  # the recipe's function that runs the model once (generate, encode, draw)
+    log_every_call = False  # the recompile log covers the cold call only (transformers: the warm one too)
 
     def __init__(self, module, params: dict, sharded: bool):
         self.module, self.params, self.sharded = module, params, sharded
         self.recompiles = RecompileLog()
         self.error = None
         self.eager: dict = {}
+        self.calls = 0
         self.original = {name: getattr(module, name) for name in ("device_run", self.call)}
 
     def install(self) -> None:
@@ -89,9 +93,12 @@ class _Measuring:
         self.module.device_run = self.device_run
 
     def measured_call(self, *args):
+        self.calls += 1
         try:
-            with self.recompiles:
-                return self.original[self.call](*args)
+            if self.calls == 1 or self.log_every_call:
+                with self.recompiles:
+                    return self.original[self.call](*args)
+            return self.original[self.call](*args)
         except BaseException as exc:
             self.error = exc
             raise
@@ -104,7 +111,12 @@ class _Measuring:
         if self.eager:
             result["eager"] = self.eager
         if result["ok"]:
-            self.add_figures(result)
+            try:
+                self.add_figures(result)
+            except Exception as exc:  # noqa: BLE001 - a figure the run cannot give fails it, as inside run.py
+                failure = self.module.failed(exc, "run", result["timings"])
+                return {**failure, "recompile_reasons": result["recompile_reasons"], "dynamo": result["dynamo"],
+                        **({"eager": self.eager} if self.eager else {})}
             result.update(compile_cache=compile_cache_counters(backend), retraced=dynamo_traced(),
                           torch=_version("torch"), **{params["library"].replace("-", "_"): _version(params["library"])})
         return result
@@ -118,9 +130,10 @@ class _Measuring:
 
 
 class _TransformersMeasuring(_Measuring):
-    """generate(): a token clock on each call; after the warm call, the same call eagerly for the speed-up."""
+    """generate(): a token clock on the warm call; after it, the same call eagerly for the speed-up."""
 
     call = "generate"
+    log_every_call = True
 
     def __init__(self, module, params, sharded):
         super().__init__(module, params, sharded)
@@ -128,19 +141,13 @@ class _TransformersMeasuring(_Measuring):
 
     def measured_call(self, model, inputs, kwargs):
         clock = TokenClock()
-        output = super().measured_call(model, inputs, {**kwargs, "streamer": clock})
+        cold = self.calls == 0  # the cold call as run.py makes it: no streamer in the way of its compile time
+        output = super().measured_call(model, inputs, kwargs if cold else {**kwargs, "streamer": clock})
+        if cold and dynamo_traced() is False:  # generate() compiled nothing that dynamo traced: it ran eagerly
+            self.error = self.module.NotCompiled()
+            raise self.error
         self.last = (model, inputs, kwargs, clock)
         return output
-
-    def device_run(self, params, rank=None):
-        result = super().device_run(params, rank)
-        if result["ok"] and dynamo_traced() is False:  # a compiled call that dynamo never traced ran eagerly
-            failure = self.module.failure(
-                "compile", "NotCompiled: generate() ran the forward eagerly: dynamo traced nothing",
-                "NotCompiled", timings=result["timings"], recompile_reasons=result["recompile_reasons"],
-                dynamo=result["dynamo"])
-            return failure
-        return result
 
     def add_figures(self, result):
         model, inputs, kwargs, clock = self.last
@@ -255,11 +262,13 @@ def eager_run(module, params: dict) -> dict:
             model, tokenizer, inputs = module.load(params, device)
             kwargs = module.compiled_generation_kwargs(params, device, tokenizer)
             stage = "run"
-            module.generate(model, inputs, {**kwargs, "disable_compile": True})
-        else:
-            model = module.load(params, device)
-            stage = "run"
-            (module.encode if library == vocab.SENTENCE_TRANSFORMERS else module.draw)(model, params)
+            output = module.generate(model, inputs, {**kwargs, "disable_compile": True})
+            tokens = module.generated_tokens(model, output, inputs["input_ids"].shape[1])
+            return {"ok": True, "mode": "eager", "tokens": tokens, "timings": {},
+                    "text": tokenizer.decode(tokens, skip_special_tokens=True)}
+        model = module.load(params, device)
+        stage = "run"
+        (module.encode if library == vocab.SENTENCE_TRANSFORMERS else module.draw)(model, params)
         return {"ok": True, "mode": "eager", "timings": {}}
     except BaseException as exc:  # noqa: BLE001 - the failure is the answer
         return module.failed(exc, stage, {})

@@ -57,8 +57,8 @@ def speedup(row: dict) -> float | None:
 
 
 def eager_columns(payload: dict) -> dict:
-    """The row's eager and dynamo columns from a device run's JSON (what run.py measured, nothing derived but the
-    ratio)."""
+    """The row's eager and dynamo columns from a device run's JSON (what the measuring around run.py recorded,
+    nothing derived but the ratio)."""
     eager, dynamo = payload.get("eager") or {}, payload.get("dynamo") or {}
     columns = {key: eager.get(key) for key in ("device_eager", "eager_decode_tokens_per_s", "eager_items_per_s",
                                                 "eager_image_s", "eager_equals_compiled")}

@@ -1,6 +1,7 @@
 """Fault injection for sweep tests: put this folder on PYTHONPATH and set NH_TEST_FAULTS to a JSON map
-{model_id: fault}. Python imports it at start-up in every run.py process; the model named in the
-run.py's parameters then crashes the way its fault says. The device run only (not --reference).
+{model_id: fault}. Python imports it at start-up in every process of a run; the model named in the parameters of
+the run.py on its command line (`python run.py --reference`, or the device run's `python -m
+neuronhelpers.run.measure run.py`) then crashes the way its fault says. The device run only (not --reference).
 """
 
 import json
@@ -10,9 +11,10 @@ import sys
 
 
 def _model_id():
+    script = next((arg for arg in sys.argv if arg.endswith(".py") and os.path.isfile(arg)), None)
     try:
-        text = open(sys.argv[0]).read()
-    except (OSError, IndexError):
+        text = open(script).read()
+    except (OSError, TypeError):
         return None
     match = re.search(r"'model_id': '([^']+)'", text)
     return match.group(1) if match else None
