@@ -12,9 +12,10 @@ the rendered run.py as a module (exactly the text the row stores), wraps the fil
   counters; sentences per second, seconds per denoising step.
 
 ``python -m neuronhelpers.run.measure run.py --eager`` loads the recipe's model on the device and runs it once with
-nothing compiled: after a compiled failure, does the device run it at all? On a sharded run the measuring covers
-rank 0. ``core.versions.MEASURING_VERSION`` is the row's ``harness_version``: it changes when this file does
-(tests/test_measure.py fails until it is bumped), while the recipe is identified by its run.py's text.
+nothing compiled: after a compiled failure, does the device run it at all? On a sharded run every rank is measured
+and the row carries rank 0's figures (a failing rank's, when one fails). ``core.versions.MEASURING_VERSION`` is the
+row's ``harness_version``: it changes when this file does (tests/test_measure.py fails until it is bumped), while
+the recipe is identified by its run.py's text.
 """
 
 from __future__ import annotations
