@@ -14,6 +14,7 @@ from conftest import imported_modules, run_cli
 from neuronhelpers.core import vocab
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.protocol import SENTENCES
 from neuronhelpers.models.resolve import ModelRef, resolve_model
 from neuronhelpers.plan.cores import one_variant, pipeline_parameters, plan_model
 from neuronhelpers.process.tree import last_json_line
@@ -269,7 +270,7 @@ def test_a_twin_passes_against_its_cpu_reference_with_its_figures(model_id, tmp_
         assert base64.b64decode(payload["image_png"]).startswith(b"\x89PNG")
         assert row["items_per_s"] == pytest.approx(1 / row["step_s"])
     else:
-        assert len(payload["embeddings"]) == len(render.SENTENCES)
+        assert len(payload["embeddings"]) == len(SENTENCES)
 
 
 @pytest.mark.slow

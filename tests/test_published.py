@@ -15,7 +15,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_publish import REPO, api, hub, write_row  # noqa: F401 - the local Hub's fixtures
 
 from conftest import result_row, run_cli
 from neuronhelpers.analysis.agreement import trainium_agreement, trainium_agreement_line
@@ -25,6 +24,7 @@ from neuronhelpers.models.resolve import ModelRef
 from neuronhelpers.recipes import render
 from neuronhelpers.store import card, dataset, example, publish, published, schema
 from neuronhelpers.store.example import NEWER, OLDER
+from test_publish import REPO, api, hub, write_row  # noqa: F401 - the local Hub's fixtures
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OLD_DIFFUSERS = FIXTURES / "inductor-2.13.0__diffusers-0.42.1.52-columns.parquet"  # catalog/data's file at f098795
@@ -216,7 +216,7 @@ def published_repo(hub, api, published_folder):  # noqa: F811 - the local Hub's 
 
 
 def test_a_contribution_to_the_published_layout_keeps_every_row_and_adds_ours_in_its_columns(
-        published_repo, hub, api, tmp_path):  # noqa: F811
+        published_repo, hub, api, tmp_path):  # noqa: F811 - the local Hub's fixtures
     rows = [trainium_row(), trainium_row("google/gemma-3-1b-it", pair=("2.24.1.0", "5.24.0"), result="FAIL",
                                          stage="compile", error="RuntimeError: x", verification=None)]
     path = tmp_path / "rows.jsonl"
@@ -237,7 +237,8 @@ def test_a_contribution_to_the_published_layout_keeps_every_row_and_adds_ours_in
 
 
 @pytest.mark.slow
-def test_a_twin_row_offered_to_the_published_layout_is_refused_in_one_line(published_repo, hub, api, tmp_path):  # noqa: F811
+def test_a_twin_row_offered_to_the_published_layout_is_refused_in_one_line(
+        published_repo, hub, api, tmp_path):  # noqa: F811 - the local Hub's fixtures
     from test_publish import make_row
 
     proc_before = len(hub.requests)
@@ -248,7 +249,7 @@ def test_a_twin_row_offered_to_the_published_layout_is_refused_in_one_line(publi
 
 
 def test_publishing_a_catalog_into_the_published_layout_is_refused_and_trainium_rows_join_it(
-        published_repo, hub, api, tmp_path):  # noqa: F811
+        published_repo, hub, api, tmp_path):  # noqa: F811 - the local Hub's fixtures
     twins = tmp_path / "twins"
     dataset.append_rows(twins, [result_row("tiny/llama")])
     with pytest.raises(UserError, match="laid out as the published Trainium dataset"):
@@ -261,7 +262,8 @@ def test_publishing_a_catalog_into_the_published_layout_is_refused_and_trainium_
     assert pq.read_table(pa.BufferReader(hub.files(REPO)[example.example_file(NEWER)])).num_rows == 7
 
 
-def test_the_made_up_example_is_never_published_or_contributed(published_folder, hub, api, tmp_path):  # noqa: F811
+def test_the_made_up_example_is_never_published_or_contributed(
+        published_folder, hub, api, tmp_path):  # noqa: F811 - the local Hub's fixtures
     with pytest.raises(UserError, match="made-up example dataset: they are not measurements"):
         publish.publish(published_folder, REPO, api=api)
     row = trainium_row(runner=example.EXAMPLE_RUNNER)

@@ -13,7 +13,7 @@ from importlib import resources
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.backends import Backend
-from neuronhelpers.core.protocol import MAX_NEW_TOKENS, PROMPTS, SENTENCES, TASK_INPUTS  # noqa: F401 - SENTENCES: read by tests as run.py's inputs
+from neuronhelpers.core.protocol import MAX_NEW_TOKENS, PROMPTS, TASK_INPUTS
 from neuronhelpers.core.versions import distribution_version
 from neuronhelpers.core.vocab import LIBRARY_FOR_TASK
 
