@@ -164,7 +164,7 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path):
         (dense, moe) = lesson["rows"].values()
         assert dense[:5] == ["PASS", "exact", "tp", 2, True], dense
         assert moe[0:2] == ["PASS", "exact"] and "ep" in moe[2] and moe[4], moe
-        assert "def sharded_run(" in text and "return merged" in text  # the launcher is shown whole
+        assert "def sharded_run(" in text and '"peak_memory_per_rank": peaks' in text  # the launcher, shown whole
         assert "image/png" in kinds and lesson["doctor"] == 0  # what each rank holds, drawn
         assert lesson["real_plan"] == [4, "tp+ep"] and lesson["gated_plan"] == [8, "tp"]  # the planner's own counts
         ex1, ex2 = lesson["ex1"], lesson["ex2"]
