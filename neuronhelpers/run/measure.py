@@ -125,9 +125,13 @@ class _Measuring:
     def add_figures(self, result: dict) -> None:
         """The library's own figures of a run that succeeded."""
 
-    def eager_before_compiling(self, parameters: int, call) -> dict:
-        """The model as loaded, run eagerly on the device twice (the second timed, as the compiled one is)."""
-        return eager_seconds(self.params, self.sharded, parameters, call, warm_up=True)
+    def eager_before_compiling(self, parameters: int, call, figure) -> None:
+        """The model as loaded, run eagerly on the device twice (the second timed, as the compiled one is); kept for
+        the result, its seconds as the library's column (``figure(seconds)`` -> (column, value))."""
+        out = eager_seconds(self.params, self.sharded, parameters, call, warm_up=True)
+        if "seconds" in out:
+            out.update([figure(out.pop("seconds"))])
+        self.eager = out
 
 
 class _TransformersMeasuring(_Measuring):
@@ -198,12 +202,9 @@ class _EncodeMeasuring(_Measuring):
         compile_transformer = self.module.compile_transformer
 
         def measured_compile(model, backend):
-            encode = self.original["encode"]
-            parameters = sum(p.numel() for p in model.parameters())
-            out = self.eager_before_compiling(parameters, lambda: encode(model, self.params))
-            if "seconds" in out:
-                out["eager_items_per_s"] = len(self.params["prompt"]) / out.pop("seconds")
-            self.eager = out
+            encode, sentences = self.original["encode"], len(self.params["prompt"])
+            self.eager_before_compiling(sum(p.numel() for p in model.parameters()), lambda: encode(model, self.params),
+                                        lambda seconds: ("eager_items_per_s", sentences / seconds))
             return compile_transformer(model, backend)
 
         self.module.compile_transformer = measured_compile
@@ -224,10 +225,8 @@ class _PipelineMeasuring(_Measuring):
 
         def measured_compile(pipe, backend):
             draw = self.original["draw"]
-            out = self.eager_before_compiling(_pipeline_parameters(pipe), lambda: draw(pipe, self.params))
-            if "seconds" in out:
-                out["eager_image_s"] = out.pop("seconds")
-            self.eager = out
+            self.eager_before_compiling(_pipeline_parameters(pipe), lambda: draw(pipe, self.params),
+                                        lambda seconds: ("eager_image_s", seconds))
             name = compile_pipeline(pipe, backend)
             getattr(pipe, name).register_forward_pre_hook(self.clock.denoiser_called)  # outside the compiled graph
             decode = pipe.vae.decode
@@ -410,11 +409,11 @@ def compile_cache_counters(compile_backend: str) -> dict | None:
         return None
 
 
-def eager_not_tried(params: dict, sharded: bool, parameters: int, bound: int | None = None) -> str | None:
+def eager_not_tried(params: dict, sharded: bool, parameters: int) -> str | None:
     """Why the eager run beside the compiled one is skipped (its bounds, stated in the card), or None."""
     if sharded:
         return f"sharded over {params['cores']} ranks: an eager pass would hold every rank's cores as long again"
-    bound = settings.eager_max_parameters() if bound is None else bound
+    bound = settings.eager_max_parameters()
     if bound <= 0:
         return "eager runs were turned off for this run"
     if parameters > bound:
