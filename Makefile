@@ -47,7 +47,8 @@ gate: install
 	$(PY) -m neuronhelpers check --expected expected/cpu_architectures.csv --only-tested $(GATE_DIR)
 
 # The architecture catalog: every text-generation and image-text-to-text architecture of the installed
-# transformers, one tiny twin each (about half an hour on 2 cores). Resumable: run it again to finish it.
+# transformers, every sentence-transformers encoder and every diffusers text-to-image family, one tiny twin each
+# (about an hour on 2 cores). Resumable: run it again to finish it.
 CATALOG ?= catalog
 SWEEP_ARGS ?= --architectures --shelf --jobs 2 --timeout 600 --out $(CATALOG)
 sweep-architectures: install checkpoints

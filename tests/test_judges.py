@@ -147,7 +147,7 @@ def _pydoc_prose_words() -> list[str]:
 def test_held_out_english_shares_no_content_word_with_the_twin_corpus_or_prompts(degenerate):
     """Guards the held-out set: judged English must not be the twins' corpus or prompts in other words."""
     # a task may have several prompts
-    prompts = [p for v in PROMPTS.values() for p in ([v] if isinstance(v, str) else v)]
+    prompts = [p for v in PROMPTS.values() for p in ([v] if isinstance(v, str) else v or [])]  # speech: none
     ours = {_stem(w) for w in _words(tokenizers.CORPUS + " " + " ".join(prompts))}
     assert len(HELD_OUT) >= 20 and len(degenerate) >= 20
     for sentence in HELD_OUT:

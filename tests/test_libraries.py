@@ -21,21 +21,35 @@ from neuronhelpers.process.tree import last_json_line
 from neuronhelpers.recipes import render
 from neuronhelpers.run.harness import run_model
 from neuronhelpers.store import schema
-from neuronhelpers.twins import build, libraries
+from neuronhelpers.twins import build, libraries, specs
 from neuronhelpers.verdict.verify import verify_outputs
 
 EMBEDDING_TWINS = ["tiny/st-bert", "tiny/st-qwen3"]
-DIFFUSION_TWINS = ["tiny/sd-unet", "tiny/pixart-dit"]
+DIFFUSION_TWINS = ["tiny/t2i-stable-diffusion", "tiny/t2i-pixart-sigma"]
 ST = ModelRef("tiny/st-bert", "/twins/st-bert", vocab.FEATURE_EXTRACTION, "bert", twin_of="bert")
-SD = ModelRef("tiny/sd-unet", "/twins/sd-unet", vocab.TEXT_TO_IMAGE, "unet2d", twin_of="unet2d")
+SD = ModelRef("tiny/t2i-stable-diffusion", "/twins/t2i-stable-diffusion", vocab.TEXT_TO_IMAGE, "stable-diffusion",
+              twin_of="stable-diffusion")
 
 
 # ---- twins ------------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_the_twins_command_lists_the_new_tasks_twins():
-    for task, expected in ((vocab.FEATURE_EXTRACTION, EMBEDDING_TWINS), (vocab.TEXT_TO_IMAGE, DIFFUSION_TWINS)):
-        assert [spec.model_id for spec in build.architectures(task)] == expected
+def test_the_twins_command_lists_a_twin_per_text_encoder_decoder_and_pipeline_family():
+    """One sentence-transformers twin per text encoder transformers maps to AutoModelForMaskedLM (the two with a
+    vision sub-config left out) plus the embedding decoders; one diffusers twin per AutoPipelineForText2Image key."""
+    from diffusers.pipelines.auto_pipeline import AUTO_TEXT2IMAGE_PIPELINES_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    embedding = [spec.model_id for spec in build.architectures(vocab.FEATURE_EXTRACTION)]
+    masked = {"tiny/st-" + t for t in MODEL_FOR_MASKED_LM_MAPPING_NAMES}
+    assert masked - set(embedding) == {"tiny/st-modernvbert", "tiny/st-ultravbert"}
+    assert set(embedding) - masked == {"tiny/st-" + t for t in specs.EMBEDDING_DECODERS}
+    diffusion = [spec.model_id for spec in build.architectures(vocab.TEXT_TO_IMAGE)]
+    installed = {"tiny/t2i-" + key for key in AUTO_TEXT2IMAGE_PIPELINES_MAPPING}
+    # read from diffusers' source: the families it adds only when sentencepiece is installed are not counted
+    assert set(diffusion) <= installed and installed - set(diffusion) <= {"tiny/t2i-kolors", "tiny/t2i-kolors-pag"}
+    assert set(EMBEDDING_TWINS) <= set(embedding) and set(DIFFUSION_TWINS) <= set(diffusion)
+    for task, expected in ((vocab.FEATURE_EXTRACTION, embedding), (vocab.TEXT_TO_IMAGE, diffusion)):
         out = run_cli("twins", "--task", task).stdout
         assert all(twin in out for twin in expected) and "tiny/qwen3 " not in out
 
@@ -50,6 +64,21 @@ def test_a_library_twin_is_its_own_twin_not_the_transformers_one_of_the_same_arc
 
 
 @pytest.mark.slow
+def test_an_encoder_and_a_decoder_twin_come_from_the_generic_shrink_with_their_pooling_and_a_table_model_says_why():
+    """tiny/st-<type> wraps transformers' own base model of the type, shrunk like the text twins: mean pooling for an
+    encoder, last-token for a decoder (left padding); a type the table marks (TAPAS reads tables) is refused with
+    that reason, never built into a meaningless encoder."""
+    for twin, model_type, pooling in (("tiny/st-mpnet", "mpnet", "mean"), ("tiny/st-mistral", "mistral", "lasttoken")):
+        folder = build.build_twin(twin)
+        config = json.loads((folder / "config.json").read_text())
+        assert config["model_type"] == model_type and config["hidden_size"] == 64
+        assert json.loads((folder / "1_Pooling" / "config.json").read_text())["pooling_mode"] == pooling
+    assert json.loads((folder / "tokenizer_config.json").read_text())["padding_side"] == "left"
+    with pytest.raises(build.TwinUnavailable, match="TAPAS encodes tables"):
+        build.build_twin("tiny/st-tapas")
+
+
+@pytest.mark.slow
 def test_twins_are_real_library_checkpoints_built_offline_and_tiny():
     import torch
     from diffusers import DiffusionPipeline
@@ -58,8 +87,8 @@ def test_twins_are_real_library_checkpoints_built_offline_and_tiny():
     st = SentenceTransformer(str(build.build_twin("tiny/st-bert")), device="cpu")
     assert [type(m).__name__ for m in st] == ["Transformer", "Pooling", "Normalize"]
     assert st[0].auto_model.config.model_type == "bert"
-    for twin, pipeline, denoiser in (("tiny/sd-unet", "StableDiffusionPipeline", "UNet2DConditionModel"),
-                                     ("tiny/pixart-dit", "PixArtSigmaPipeline", "PixArtTransformer2DModel")):
+    for twin, pipeline, denoiser in (("tiny/t2i-stable-diffusion", "StableDiffusionPipeline", "UNet2DConditionModel"),
+                                     ("tiny/t2i-pixart-sigma", "PixArtSigmaPipeline", "PixArtTransformer2DModel")):
         pipe = DiffusionPipeline.from_pretrained(str(build.build_twin(twin)))
         assert type(pipe).__name__ == pipeline
         assert type(getattr(pipe, "unet", None) or pipe.transformer).__name__ == denoiser
@@ -192,14 +221,14 @@ def test_local_folders_resolve_to_their_library_task(tmp_path):
 
     st = resolve_model(str(build.build_twin("tiny/st-bert")))
     assert (st.task, st.model_type, st.twin_of) == (vocab.FEATURE_EXTRACTION, "bert", None)
-    sd = resolve_model(str(build.perturbed_twin("tiny/pixart-dit", tmp_path / "pixart")))
-    assert (sd.task, sd.model_type) == (vocab.TEXT_TO_IMAGE, "pixart")
+    sd = resolve_model(str(build.perturbed_twin("tiny/t2i-pixart-sigma", tmp_path / "pixart")))
+    assert (sd.task, sd.model_type) == (vocab.TEXT_TO_IMAGE, "pixart-sigma")
     broken = tmp_path / "no-denoiser"
     shutil.copytree(tmp_path / "pixart", broken)
     index = json.loads((broken / "model_index.json").read_text())
     del index["transformer"]
     (broken / "model_index.json").write_text(json.dumps(index))
-    with pytest.raises(UserError, match="no unet or transformer"):
+    with pytest.raises(UserError, match="has no denoiser"):
         resolve_model(str(broken))
     custom = tmp_path / "custom-module"
     shutil.copytree(build.build_twin("tiny/st-bert"), custom)
@@ -214,12 +243,12 @@ def test_the_planner_sums_a_pipelines_components():
     import torch
     from diffusers import DiffusionPipeline
 
-    folder = build.build_twin("tiny/sd-unet")
+    folder = build.build_twin("tiny/t2i-stable-diffusion")
     pipe = DiffusionPipeline.from_pretrained(str(folder))
     expected = sum(p.numel() for c in pipe.components.values() if isinstance(c, torch.nn.Module)
                    for p in c.parameters())
     assert pipeline_parameters(folder) == expected
-    plan = plan_model(resolve_model("tiny/sd-unet"), get_backend("cpu"))
+    plan = plan_model(resolve_model("tiny/t2i-stable-diffusion"), get_backend("cpu"))
     assert (plan.cores, plan.parallelism, plan.parameters) == (1, "none", expected)
     assert "every component" in plan.weight_source
     st_plan = plan_model(resolve_model("tiny/st-qwen3"), get_backend("cpu"))
@@ -274,7 +303,7 @@ def test_a_twin_passes_against_its_cpu_reference_with_its_figures(model_id, tmp_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model_id", ["tiny/st-bert", "tiny/pixart-dit"])
+@pytest.mark.parametrize("model_id", ["tiny/st-bert", "tiny/t2i-pixart-sigma"])
 def test_a_perturbed_weight_fails_as_a_mismatch_with_the_figures(model_id, tmp_path):
     broken = build.perturbed_twin(model_id, tmp_path / "perturbed")
     row = run_model(str(broken), reference_model=model_id, workdir=tmp_path / "run")
@@ -288,7 +317,7 @@ def test_a_perturbed_weight_fails_as_a_mismatch_with_the_figures(model_id, tmp_p
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model_id", ["tiny/st-qwen3", "tiny/sd-unet"])
+@pytest.mark.parametrize("model_id", ["tiny/st-qwen3", "tiny/t2i-stable-diffusion"])
 def test_the_stored_run_py_alone_reproduces_the_output(model_id, tmp_path):
     row = run_model(model_id, workdir=tmp_path / "run")
     original = last_json_line((tmp_path / "run" / "device.stdout.txt").read_text())

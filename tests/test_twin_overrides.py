@@ -13,7 +13,7 @@ from transformers.models.auto.modeling_auto import (
 
 from neuronhelpers.twins import overrides
 from neuronhelpers.twins.overrides import NO_OVERRIDE, OVERRIDES, Override, override, reason, text_overrides
-from neuronhelpers.twins.specs import TwinError, twin_spec
+from neuronhelpers.twins.specs import TwinError, embedding_types, twin_spec
 
 TWINS = Path(overrides.__file__).parent
 FIELDS = [f.name for f in dataclasses.fields(Override)]
@@ -42,7 +42,9 @@ def test_every_field_of_the_schema_is_read_by_the_builders_and_documented():
 
 
 def test_every_entry_names_a_mapped_architecture_sets_something_and_says_why():
-    mapped = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) | set(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
+    # the sentence-transformers twins' encoders take their entries from the same table
+    mapped = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) | set(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES) | \
+        set(embedding_types())
     for model_type, entry in OVERRIDES.items():
         assert isinstance(entry, Override) and model_type in mapped, model_type
         assert len(entry.why) > 20 and "\n" not in entry.why, model_type

@@ -73,8 +73,9 @@ def _sweep_commands(command, backend) -> None:
     p.add_argument("--file", help="a text file of model ids, one per line ('#' starts a comment)")
     p.add_argument("--selected", action="store_true", help="the built-in Selected list (the default with no models)")
     p.add_argument("--architectures", action="store_true",
-                   help="every text-generation and image-text-to-text architecture of the installed "
-                        "transformers (twins)")
+                   help="every architecture's twin: transformers' text-generation and image-text-to-text "
+                        "types, every sentence-transformers encoder and embedding decoder, every diffusers "
+                        "text-to-image family")
     p.add_argument("--task", choices=list(vocab.TASKS), default=None, help="with --architectures: only this task")
     p.add_argument("--real", action="store_true", help="Selected: the real Hub ids (needs the Hub and the weights)")
     p.add_argument("--shelf", action="store_true",

@@ -5,7 +5,13 @@ run.py is rendered with these values (``neuronhelpers.recipes.render``) and the 
 (``neuronhelpers.store.card``). Taught in notebook 02.
 """
 
-from neuronhelpers.core.vocab import FEATURE_EXTRACTION, IMAGE_TEXT_TO_TEXT, TEXT_GENERATION, TEXT_TO_IMAGE
+from neuronhelpers.core.vocab import (
+    AUTOMATIC_SPEECH_RECOGNITION,
+    FEATURE_EXTRACTION,
+    IMAGE_TEXT_TO_TEXT,
+    TEXT_GENERATION,
+    TEXT_TO_IMAGE,
+)
 
 MAX_NEW_TOKENS = 32
 # The fixed batch a sentence-embedding model encodes (feature-extraction): its "prompt".
@@ -24,12 +30,15 @@ PROMPTS = {
     IMAGE_TEXT_TO_TEXT: "Describe this image in one sentence.",
     FEATURE_EXTRACTION: SENTENCES,
     TEXT_TO_IMAGE: "A robot painting the sea at night, oil on canvas.",
+    AUTOMATIC_SPEECH_RECOGNITION: None,  # no text prompt: the model hears the audio clip alone
 }
 # Inputs beyond the prompt, per task: every sentence padded to one length (static shapes); the image's seed,
-# denoising steps and size (None: the checkpoint's native size).
+# denoising steps and size (None: the checkpoint's native size); the audio clip's length in seconds (a fixed sum of
+# sines made in run.py, at the feature extractor's sampling rate).
 TASK_INPUTS = {
     FEATURE_EXTRACTION: {"sequence_length": 64},
     TEXT_TO_IMAGE: {"seed": 0, "steps": 4, "image_size": None},
+    AUTOMATIC_SPEECH_RECOGNITION: {"audio_seconds": 2.0},
 }
 
 # The eager run beside the compiled one (the speed-up, and whether the device runs the model at all): skipped for

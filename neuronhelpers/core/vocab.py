@@ -13,12 +13,15 @@ TEXT_GENERATION = "text-generation"
 IMAGE_TEXT_TO_TEXT = "image-text-to-text"
 FEATURE_EXTRACTION = "feature-extraction"
 TEXT_TO_IMAGE = "text-to-image"
+AUTOMATIC_SPEECH_RECOGNITION = "automatic-speech-recognition"
 TASKS = {
     TEXT_GENERATION: "A causal language model generates text from a text prompt (transformers, AutoModelForCausalLM).",
     IMAGE_TEXT_TO_TEXT: "A vision-language model generates text from an image and a prompt (transformers, "
     "AutoModelForImageTextToText).",
     FEATURE_EXTRACTION: "A sentence-embedding model encodes a fixed batch of sentences (sentence-transformers).",
     TEXT_TO_IMAGE: "A diffusion pipeline draws an image from a prompt (diffusers).",
+    AUTOMATIC_SPEECH_RECOGNITION: "A speech recognition model transcribes a fixed synthetic audio clip (transformers, "
+    "AutoModelForSpeechSeq2Seq).",
 }
 
 PASS = "PASS"
@@ -192,7 +195,8 @@ LIBRARIES = {
     DIFFUSERS: "diffusers: text-to-image pipelines, a few denoising steps and the decoder.",
 }
 LIBRARY_FOR_TASK = {TEXT_GENERATION: TRANSFORMERS, IMAGE_TEXT_TO_TEXT: TRANSFORMERS,
-                    FEATURE_EXTRACTION: SENTENCE_TRANSFORMERS, TEXT_TO_IMAGE: DIFFUSERS}
+                    FEATURE_EXTRACTION: SENTENCE_TRANSFORMERS, TEXT_TO_IMAGE: DIFFUSERS,
+                    AUTOMATIC_SPEECH_RECOGNITION: TRANSFORMERS}
 
 # Near-tie tolerance on the reference's top-1 minus top-2 logit, by dtype: a device may legitimately pick
 # the runner-up when the two are closer than the numeric noise of that dtype.

@@ -21,6 +21,7 @@ import pandas as pd
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.settings import home
+from neuronhelpers.twins.specs import pipeline_family
 
 SORTS = {"trending": "trending_score", "downloads": "downloads"}
 TASKS = tuple(vocab.TASKS)
@@ -33,18 +34,11 @@ def snapshot_dir() -> Path:
     return home() / "rankings"
 
 
-# A diffusers repo's listed config names its pipeline, not its denoiser; the catalog's model_type for a pipeline
-# is its denoiser's (models.DENOISER_TYPES), so the common pipelines are mapped to theirs.
-PIPELINE_DENOISER = {
-    "StableDiffusionPipeline": "unet2d", "StableDiffusionXLPipeline": "unet2d", "PixArtAlphaPipeline": "pixart",
-    "PixArtSigmaPipeline": "pixart", "FluxPipeline": "flux", "StableDiffusion3Pipeline": "sd3", "SanaPipeline": "sana",
-}
-
 
 def model_type_of(info) -> str | None:
     """The architecture of a listed model from the config the Hub returned with it: transformers' model_type
-    (sentence-transformers models carry their encoder's); for a diffusers pipeline, its denoiser's type where
-    known, else the pipeline's class name."""
+    (sentence-transformers models carry their encoder's); for a diffusers pipeline, its text-to-image family
+    (the AutoPipelineForText2Image key its class maps to, as twins are named), else the pipeline's class name."""
     config = getattr(info, "config", None)
     if not isinstance(config, dict):
         return None
@@ -53,7 +47,7 @@ def model_type_of(info) -> str | None:
     diffusers = config.get("diffusers")
     if isinstance(diffusers, dict) and diffusers.get("_class_name"):
         pipeline = str(diffusers["_class_name"])
-        return PIPELINE_DENOISER.get(pipeline, pipeline)
+        return pipeline_family(pipeline)
     return None
 
 

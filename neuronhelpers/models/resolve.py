@@ -20,6 +20,7 @@ from neuronhelpers.core.network import hub_reachable
 from neuronhelpers.core.vocab import FEATURE_EXTRACTION, IMAGE_TEXT_TO_TEXT, TASKS, TEXT_GENERATION, TEXT_TO_IMAGE
 from neuronhelpers.models.shelf import shelved
 from neuronhelpers.twins import build
+from neuronhelpers.twins.specs import pipeline_family
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer_config.json")
@@ -68,10 +69,21 @@ def is_local_path(model_id: str) -> bool:
     return os.path.isabs(model_id) or model_id.startswith(("./", "../", "~"))
 
 
-def task_for_model_type(model_type: str | None) -> str:
-    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+def task_for_model_type(model_type: str | None, architectures: list | None = None) -> str:
+    """The task a checkpoint is tested for: image-text-to-text for a vision-language type; speech recognition when
+    its saved class is the one AutoModelForSpeechSeq2Seq maps (whisper is a causal-LM type too); else
+    text-generation."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+        MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES,
+    )
 
-    return IMAGE_TEXT_TO_TEXT if model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES else TEXT_GENERATION
+    if model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        return IMAGE_TEXT_TO_TEXT
+    if model_type in MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES and \
+            MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES[model_type] in (architectures or []):
+        return vocab.AUTOMATIC_SPEECH_RECOGNITION
+    return TEXT_GENERATION
 
 
 def resolve_model(model: str, *, task: str | None = None, trust_remote_code: bool = False) -> ModelRef:
@@ -139,9 +151,6 @@ def _hub_snapshot(repo_id: str) -> Path:
 _LIBRARY_FILES = ("modules.json", "model_index.json", "sentence_bert_config.json", "config_sentence_transformers.json",
                   "*/config.json", "*/scheduler_config.json", *(f"*/{name}" for name in _TOKENIZER_FILES),
                   "*/special_tokens_map.json")
-# A diffusers pipeline's architecture, named after its denoiser (twins use the same names: tiny/sd-unet is "unet2d").
-DENOISER_TYPES = {"UNet2DConditionModel": "unet2d", "PixArtTransformer2DModel": "pixart",
-                  "FluxTransformer2DModel": "flux", "SD3Transformer2DModel": "sd3", "SanaTransformer2DModel": "sana"}
 
 
 def library_of_folder(folder: Path) -> str:
@@ -180,7 +189,7 @@ def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool
                         "the checkpoint") from None
     model_type = config.get("model_type")
     _check_remote_code(model, config, trust_remote_code)
-    task = task or task_for_model_type(model_type)
+    task = task or task_for_model_type(model_type, config.get("architectures"))
     if task not in TASKS:
         raise UserError(f"unknown task '{task}' for '{model}': choose one of {', '.join(TASKS)}")
     if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
@@ -188,9 +197,9 @@ def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool
             f"'{model}' has no tokenizer (none of {', '.join(_TOKENIZER_FILES)}): save one with "
             "tokenizer.save_pretrained into that folder"
         )
-    if task == IMAGE_TEXT_TO_TEXT and not any((folder / name).is_file() for name in _PROCESSOR_FILES):
-        raise UserError(f"'{model}' is an image-text-to-text model without a processor: save one with "
-                        "processor.save_pretrained")
+    if task in (IMAGE_TEXT_TO_TEXT, vocab.AUTOMATIC_SPEECH_RECOGNITION) and \
+            not any((folder / name).is_file() for name in _PROCESSOR_FILES):
+        raise UserError(f"'{model}' is an {task} model without a processor: save one with processor.save_pretrained")
     return ModelRef(model_id, path or str(folder), task, model_type)
 
 
@@ -228,15 +237,17 @@ def _checked_pipeline(model: str, folder: Path, task: str | None, trust_remote_c
                         "you trust it")
     components = {name: value for name, value in index.items() if not name.startswith("_")
                   and isinstance(value, list) and len(value) == 2 and value[0]}
-    denoiser = components.get("transformer") or components.get("unet")
-    if denoiser is None:
-        raise UserError(f"'{model}': {pipeline} has no unet or transformer component: not a text-to-image pipeline")
-    if not any(name.startswith("tokenizer") for name in components):
-        raise UserError(f"'{model}': {pipeline} has no tokenizer component: not a text-to-image pipeline")
+    # a denoiser (combined pipelines hold a prior and a decoder) and something that reads the prompt
+    if not any(name.split("_")[-1] in ("transformer", "unet", "decoder", "prior") for name in components):
+        raise UserError(f"'{model}': {pipeline} has no denoiser (unet, transformer, prior or decoder component): "
+                        "not a text-to-image pipeline")
+    if not any("tokenizer" in name or name == "processor" for name in components):
+        raise UserError(f"'{model}': {pipeline} has no tokenizer or processor component: not a text-to-image "
+                        "pipeline")
     missing = [name for name in components if not (folder / name).is_dir()]
     if missing and os.path.isabs(path or str(folder)):  # a local folder must hold its components (the Hub fetches them)
         raise UserError(f"'{model}' lacks the component folder(s) {', '.join(missing)} that model_index.json names")
-    model_type = DENOISER_TYPES.get(denoiser[1], denoiser[1].lower())
+    model_type = pipeline_family(pipeline)  # its AutoPipeline key, as its twin tiny/t2i-<key> is named
     return ModelRef(model_id, path or str(folder), _library_task(model, task, TEXT_TO_IMAGE), model_type)
 
 

@@ -63,13 +63,14 @@ SELECTED = [
     Selected("sentence-transformers/all-mpnet-base-v2", FE, "mpnet", parameters=109_486_464),
     Selected("BAAI/bge-m3", FE, "xlm-roberta", parameters=567_754_752),
     Selected("Qwen/Qwen3-Embedding-0.6B", FE, "qwen3", parameters=595_776_512),
-    # diffusers (text-to-image); model_type names the denoiser (models.DENOISER_TYPES). Counts: every component summed.
+    # diffusers (text-to-image); model_type is the pipeline's family (its AutoPipelineForText2Image key). Counts:
+    # every component summed.
     # unet 859.5M + vae 83.7M + CLIP text encoder 123.1M + safety checker 304.3M
-    Selected("stable-diffusion-v1-5/stable-diffusion-v1-5", T2I, "unet2d", parameters=1_370_575_023),
+    Selected("stable-diffusion-v1-5/stable-diffusion-v1-5", T2I, "stable-diffusion", parameters=1_370_575_023),
     # unet 2567.5M + CLIP-L 123.1M + OpenCLIP-bigG text encoder 694.7M + vae 83.7M
-    Selected("stabilityai/stable-diffusion-xl-base-1.0", T2I, "unet2d", parameters=3_468_837_867),
+    Selected("stabilityai/stable-diffusion-xl-base-1.0", T2I, "stable-diffusion-xl", parameters=3_468_837_867),
     # PixArt-Sigma transformer 611.3M + T5-XXL encoder 4762.3M + vae 83.7M
-    Selected("PixArt-alpha/PixArt-Sigma-XL-2-1024-MS", T2I, "pixart", parameters=5_457_317_127),
+    Selected("PixArt-alpha/PixArt-Sigma-XL-2-1024-MS", T2I, "pixart-sigma", parameters=5_457_317_127),
     # FLUX transformer 11901.4M + CLIP-L 123.1M + T5-XXL encoder 4762.3M + vae 83.8M: more than one core holds
     Selected("black-forest-labs/FLUX.1-schnell", T2I, "flux", parameters=16_870_599_139),
     Selected("openai/gpt-oss-20b", TG, "gpt_oss", excluded=NOT_A_PRIORITY),

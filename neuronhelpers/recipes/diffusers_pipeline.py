@@ -54,49 +54,187 @@ def device_run(params, rank=None):
 
 
 def compile_pipeline(pipe, backend):
-    """Compile the denoiser (``unet`` or ``transformer``) and ``vae.decode`` in place; returns the denoiser's name."""
+    """Compile every denoiser of the pipeline (its UNet or transformer, a prior, a decoder, a controlnet, ...; those
+    of a combined pipeline's stages too) and its image decoder's ``decode`` (``vae``, ``movq`` or ``vqgan``; a
+    pixel-space pipeline has none) in place. The final stage's main denoiser (``denoiser_name``) is replaced by its
+    compiled wrapper, as before; the others are compiled in place (``Module.compile``). Returns the compiled
+    denoisers' names, comma-joined, the main one first."""
     import torch
 
-    name = denoiser_name(pipe)
-    setattr(pipe, name, torch.compile(getattr(pipe, name), backend=backend, fullgraph=True, dynamic=False,
-                                      options=compile_options(backend)))
-    pipe.vae.decode = torch.compile(pipe.vae.decode, backend=backend, fullgraph=True, dynamic=False,
-                                    options=compile_options(backend))
-    return name
+    names = denoisers(pipe)
+    owner, attr = owner_of(pipe, names[0])
+    setattr(owner, attr, torch.compile(getattr(owner, attr), backend=backend, fullgraph=True, dynamic=False,
+                                       options=compile_options(backend)))  # the main one, wrapped
+    for name in names[1:]:
+        # the others compiled in place: they keep their class, which pipelines check (isinstance(self.controlnet,
+        # SD3ControlNetModel)); a wrapper would read as a multi-controlnet
+        resolve(pipe, name).compile(backend=backend, fullgraph=True, dynamic=False, options=compile_options(backend))
+    decoder = image_decoder(pipe)
+    if decoder is not None:
+        module = resolve(pipe, decoder)
+        module.decode = torch.compile(module.decode, backend=backend, fullgraph=True, dynamic=False,
+                                      options=compile_options(backend))
+    return ",".join(names)
+
+
+DENOISERS = ("transformer", "unet", "decoder", "prior", "controlnet", "unconditional_transformer")
+
+
+def stages(pipe):
+    """The pipelines that run in turn: a combined pipeline's stages (``prior_pipe``, then ``decoder_pipe``), or the
+    pipeline itself, each with its attribute path."""
+    import diffusers
+
+    inner = [(name, value) for name, value in vars(pipe).items() if isinstance(value, diffusers.DiffusionPipeline)]
+    inner.sort(key=lambda item: not item[0].startswith("prior"))  # the prior runs first
+    return [(f"{name}.", value) for name, value in inner] or [("", pipe)]
+
+
+def denoisers(pipe):
+    """Every denoiser (a torch module called once per step) of every stage, by attribute path; the final stage's
+    main denoiser first, then the rest in the order the stages run."""
+    import torch
+
+    found = []
+    for prefix, stage in stages(pipe):
+        found += [prefix + name for name in DENOISERS if isinstance(getattr(stage, name, None), torch.nn.Module)]
+    if not found:
+        raise TypeError(f"{type(pipe).__name__} has no denoiser to compile (none of {', '.join(DENOISERS)})")
+    main = denoiser_name(pipe)
+    return [main] + [name for name in found if name != main]
 
 
 def denoiser_name(pipe):
-    """The pipeline's denoiser: a UNet (``unet``) or a diffusion transformer (``transformer``)."""
-    for name in ("transformer", "unet"):
-        if getattr(pipe, name, None) is not None:
-            return name
+    """The final stage's main denoiser, by attribute path: a diffusion transformer, a UNet or a decoder."""
+    import torch
+
+    prefix, stage = stages(pipe)[-1]
+    for name in ("transformer", "unet", "decoder", "prior"):
+        if isinstance(getattr(stage, name, None), torch.nn.Module):
+            return prefix + name
     raise TypeError(f"{type(pipe).__name__} has neither a unet nor a transformer to compile")
+
+
+def image_decoder(pipe):
+    """The attribute path of the module whose ``decode`` turns the final latents into pixels (``vae``, ``movq``,
+    ``vqgan``), or None for a pipeline that denoises pixels."""
+    prefix, stage = stages(pipe)[-1]
+    for name in ("vae", "movq", "vqgan"):
+        if hasattr(getattr(stage, name, None), "decode"):
+            return prefix + name
+    return None
+
+
+def resolve(pipe, path):
+    """The object at an attribute path (``decoder_pipe.unet``)."""
+    owner, attr = owner_of(pipe, path)
+    return getattr(owner, attr)
+
+
+def owner_of(pipe, path):
+    """(the object that holds the last attribute of ``path``, that attribute's name)."""
+    *parents, attr = path.split(".")
+    owner = pipe
+    for name in parents:
+        owner = getattr(owner, name)
+    return owner, attr
 
 
 def draw(pipe, params):
     """One image from the fixed prompt, seed, size and number of steps: (3, height, width) float32 in [0, 1], on the
-    CPU."""
+    CPU. Only the arguments the pipeline's __call__ takes are passed."""
     import inspect
 
     import torch
 
     size = image_size(pipe, params)
+    accepted = inspect.signature(pipe.__call__).parameters
     kwargs = {"prompt": params["prompt"], "num_inference_steps": params["steps"], "height": size, "width": size,
+              "prior_num_inference_steps": params["steps"],  # a combined pipeline's prior stage
               # noise drawn on the CPU from the seed: the same latents on every device
-              "generator": torch.Generator("cpu").manual_seed(params["seed"]), "output_type": "pt"}
-    if "use_resolution_binning" in inspect.signature(pipe.__call__).parameters:
-        kwargs["use_resolution_binning"] = False  # draw at exactly this size (a square native size is its own bin)
-    images = pipe(**kwargs).images
-    return images[0].float().cpu()
+              "generator": torch.Generator("cpu").manual_seed(params["seed"]),
+              # "np": every pipeline maps it to [0, 1] (some leave "pt" in [-1, 1]: DeepFloyd IF, Kandinsky)
+              "output_type": "np",
+              "use_resolution_binning": False,  # draw at exactly this size (a square native size is its own bin)
+              "max_area": size * size,  # flux kontext rescales to this area
+              "num_frames": 1}  # a video pipeline draws the fewest frames it can
+    pyramid = accepted.get("pyramid_num_inference_steps_list")
+    if pyramid is not None and isinstance(pyramid.default, (list, tuple)):
+        kwargs["pyramid_num_inference_steps_list"] = [params["steps"]] * len(pyramid.default)  # steps per stage
+    kwargs = {name: value for name, value in kwargs.items() if name in accepted}
+    schedule, steps = accepted.get("guidance_schedule"), params["steps"]
+    if schedule is not None and isinstance(schedule.default, (list, tuple)) and len(schedule.default) != steps:
+        # a default per-step guidance schedule made for the checkpoint's number of steps (Ideogram 4), resampled
+        default = schedule.default
+        kwargs["guidance_schedule"] = [default[i * len(default) // steps] for i in range(steps)]
+    kwargs.update(control_inputs(pipe, accepted, size, params["seed"]))
+    output = pipe(**kwargs)
+    if hasattr(output, "images"):
+        return as_chw(output.images[0])
+    return as_chw(output.frames[0][0])  # a video pipeline (Helios): its first frame
+
+
+def control_inputs(pipe, accepted, size, seed):
+    """A control pipeline's __call__ requires a control image: a fixed synthetic one, uniform noise from the seed
+    (the same on every device), and for an inpainting one a mask of the image's right half; nothing otherwise."""
+    import torch
+
+    name = type(pipe).__name__
+    if "Control" not in name:
+        return {}
+    generator = torch.Generator("cpu").manual_seed(seed)
+    image = torch.rand(1, 3, size, size, generator=generator)
+    kwargs = {}
+    for key in ("control_image", "image"):  # the controlnet pipelines of Stable Diffusion call it ``image``
+        if key in accepted:
+            kwargs[key] = image
+            break
+    if "Union" in name and "control_mode" in accepted:
+        kwargs["control_mode"] = 0  # a union controlnet's first kind of control
+    if "Inpaint" in name and "mask_image" in accepted:
+        mask = torch.zeros(1, 1, size, size)
+        mask[..., size // 2:] = 1.0
+        kwargs["mask_image"] = mask
+        if "image" in accepted and "control_image" in kwargs:
+            kwargs["image"] = image
+    return kwargs
+
+
+def as_chw(image):
+    """A pipeline's image as (3, height, width) float32 on the CPU: a (height, width, channels) numpy array or PIL
+    image, or a (channels, height, width) tensor."""
+    import torch
+
+    if hasattr(image, "tobytes") and hasattr(image, "mode"):  # a PIL image: 8-bit channels
+        width, height = image.size
+        pixels = torch.frombuffer(bytearray(image.convert("RGB").tobytes()), dtype=torch.uint8)
+        image = (pixels.view(height, width, 3).float() / 255.0).permute(2, 0, 1)
+    elif not isinstance(image, torch.Tensor):  # output_type="np": (height, width, channels) floats in [0, 1]
+        image = torch.as_tensor(image).permute(2, 0, 1)
+    return image[:3].float().cpu()  # RGB (a pipeline that draws RGBA, QwenImage 2.1, loses the alpha)
 
 
 def image_size(pipe, params):
-    """PARAMS["image_size"], else the checkpoint's native size: the denoiser's sample size times the VAE's scale."""
+    """PARAMS["image_size"], else the checkpoint's native size: the final denoiser's sample size times the image
+    decoder's scale, else the image decoder's own sample size, else the pipeline's default sample size times the
+    scale, else the default height of the pipeline's __call__."""
+    import inspect
+
     if params["image_size"]:
         return params["image_size"]
-    sample = getattr(pipe, "default_sample_size", None) or getattr(pipe, denoiser_name(pipe)).config.sample_size
-    sample = sample[0] if isinstance(sample, (list, tuple)) else sample
-    return int(sample) * int(pipe.vae_scale_factor)
+    _, stage = stages(pipe)[-1]
+    scale = int(getattr(stage, "vae_scale_factor", None) or getattr(stage, "movq_scale_factor", None) or 1)
+    denoiser = getattr(getattr(resolve(pipe, denoiser_name(pipe)), "config", None), "sample_size", None)
+    decoder = image_decoder(pipe)
+    decoder = getattr(getattr(resolve(pipe, decoder), "config", None), "sample_size", None) if decoder else None
+    for sample, times in ((denoiser, scale), (decoder, 1), (getattr(stage, "default_sample_size", None), scale)):
+        sample = sample[0] if isinstance(sample, (list, tuple)) else sample
+        if isinstance(sample, int) and sample > 0:
+            return sample * times
+    default = inspect.signature(pipe.__call__).parameters.get("height")
+    if default is not None and isinstance(default.default, int):
+        return default.default
+    raise TypeError(f"{type(pipe).__name__}: no native image size; set PARAMS['image_size']")
 
 
 # ---- loading -----------------------------------------------------------------------------------------------

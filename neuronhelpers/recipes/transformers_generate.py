@@ -40,11 +40,11 @@ def device_run(params, rank=None):
         warm = generate(model, inputs, kwargs)
         timings["generate_s"] = time.perf_counter() - t0
         timings["compile_s"] = max(timings["first_call_s"] - timings["generate_s"], 0.0)
-        prompt_len = inputs["input_ids"].shape[1]
-        tokens = generated_tokens(model, warm, prompt_len)
+        prompt_len = prompt_length(inputs)
+        tokens = new_tokens(model, warm, inputs)
         return {"ok": True, "mode": "device", "tokens": tokens,
                 "text": tokenizer.decode(tokens, skip_special_tokens=True),
-                "warm_equals_cold": tokens == generated_tokens(model, cold, prompt_len), "prompt_tokens": prompt_len,
+                "warm_equals_cold": tokens == new_tokens(model, cold, inputs), "prompt_tokens": prompt_len,
                 "timings": timings, "peak_memory_bytes": peak_memory_bytes(device)}
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a result with its stage
         return failed(exc, stage, timings)
@@ -58,8 +58,11 @@ def compiled_generation_kwargs(params, device, tokenizer):
                                                 mode="default", options=compile_options(params["compile_backend"]))
     if not str(device).startswith(("neuron", "cuda")):
         compile_config._compile_all_devices = True  # generate() compiles by itself only on accelerators
+    # Whisper's generate() returns the bare new tokens, without its start token, unless asked for its output object
+    # (the reference's form): speech recognition always asks for it.
+    as_output = {"return_dict_in_generate": True} if params.get("task") == "automatic-speech-recognition" else {}
     return {**generation_kwargs(tokenizer, params["max_new_tokens"]), "cache_implementation": "static",
-            "compile_config": compile_config}
+            "compile_config": compile_config, **as_output}
 
 
 def generation_kwargs(tokenizer, n):
@@ -76,10 +79,31 @@ def generate(model, inputs, kwargs):
         return model.generate(**inputs, **kwargs)
 
 
-def generated_tokens(model, sequences, prompt_len):
-    """The new tokens of the first sequence (an encoder-decoder's output starts after its start token instead)."""
-    start = 1 if getattr(model.config, "is_encoder_decoder", False) else prompt_len
+def generated_tokens(model, sequences, prompt_len, decoder_prompt_len=1):
+    """The new tokens of the first sequence (an encoder-decoder's output starts after its start token instead, or
+    after the decoder prompt it was given); ``sequences`` may be generate()'s output object."""
+    sequences = getattr(sequences, "sequences", sequences)
+    start = decoder_prompt_len if getattr(model.config, "is_encoder_decoder", False) else prompt_len
     return sequences[0, start:].tolist()
+
+
+def new_tokens(model, output, inputs):
+    """The new tokens of generate()'s output for these inputs (generated_tokens, the prompts' lengths read from
+    them). A decoder-only model given no input_ids (audio alone) starts from the one start token generate() makes."""
+    return generated_tokens(model, output, prompt_length(inputs) or 1, decoder_prompt_length(inputs))
+
+
+def prompt_length(inputs):
+    """The prompt's length in tokens: 0 when the model is given audio features alone (no input_ids)."""
+    ids = inputs.get("input_ids")
+    return ids.shape[1] if ids is not None else 0
+
+
+def decoder_prompt_length(inputs):
+    """Where an encoder-decoder's output sequence starts its new tokens: after the decoder prompt given with the
+    inputs (a speech model's language and task tokens), else after its one start token."""
+    ids = inputs.get("decoder_input_ids")
+    return ids.shape[1] if ids is not None else 1
 
 
 class NotCompiled(RuntimeError):
@@ -108,6 +132,11 @@ def load(params, device, sharded=False):
         else:  # a plain prompt, after the image token where the processor names one
             text = (getattr(processor, "image_token", None) or "") + params["prompt"]
         inputs = processor(text=text, images=[test_image()], return_tensors="pt")
+        tokenizer = processor.tokenizer
+    elif params["task"] == "automatic-speech-recognition":  # no text prompt: the audio clip alone
+        processor = transformers.AutoProcessor.from_pretrained(params["model_path"], **common)
+        model = transformers.AutoModelForSpeechSeq2Seq.from_pretrained(params["model_path"], dtype=dtype, **weights)
+        inputs = speech_inputs(processor, params.get("audio_seconds", 2.0))
         tokenizer = processor.tokenizer
     else:
         tokenizer = transformers.AutoTokenizer.from_pretrained(params["model_path"], **common)
@@ -147,6 +176,35 @@ def test_image():
     return Image.frombytes("RGB", (64, 64), pixels)
 
 
+def test_audio(sampling_rate, seconds=2.0):
+    """A deterministic mono clip (float32 samples in [-1, 1], a numpy array): three sines under a slow swell; no file,
+    no download."""
+    import math
+
+    import torch
+
+    def sample(t):
+        swell = 0.1 * (1.0 + math.sin(2 * math.pi * 0.5 * t))
+        return swell * sum(math.sin(2 * math.pi * f * t) for f in (220.0, 440.0, 660.0))
+
+    samples = [sample(i / sampling_rate) for i in range(int(sampling_rate * seconds))]
+    return torch.tensor(samples, dtype=torch.float32).numpy()  # the array feature extractors take
+
+
+def speech_inputs(processor, seconds):
+    """The processor's inputs for the test clip at its feature extractor's sampling rate (English, where the
+    processor must be told the language to build its decoder prompt)."""
+    import inspect
+
+    rate = getattr(processor, "feature_extractor", processor).sampling_rate
+    required = [p.name for p in inspect.signature(processor.__call__).parameters.values()
+                if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+    language = {"language": "en"} if "language" in required else {}
+    inputs = processor(audio=test_audio(rate, seconds), sampling_rate=rate, return_tensors="pt", **language)
+    # the tensors only: a bookkeeping list (cohere_asr's chunk index, to merge a long clip's transcripts) is no input
+    return {k: v for k, v in inputs.items() if hasattr(v, "is_floating_point")}
+
+
 # ---- the reference -----------------------------------------------------------------------------------------
 def reference_run(params):
     """The same checkpoint, dtype and prompt on the CPU, eagerly: the tokens to match and their top logits."""
@@ -158,7 +216,7 @@ def reference_run(params):
             out = model.generate(**inputs, **generation_kwargs(tokenizer, params["max_new_tokens"]),
                                  output_logits=True, return_dict_in_generate=True)
         top = [torch.topk(step[0].float(), params["top_k"]) for step in out.logits]  # per generated position
-        tokens = generated_tokens(model, out.sequences, inputs["input_ids"].shape[1])
+        tokens = new_tokens(model, out, inputs)
         return {"ok": True, "mode": "reference", "tokens": tokens,
                 "text": tokenizer.decode(tokens, skip_special_tokens=True),
                 "top_ids": [ids.tolist() for _, ids in top],

@@ -164,14 +164,14 @@ class _TransformersMeasuring(_Measuring):
 
     def eager_comparison(self, model, inputs, kwargs, compiled_tokens, compiled_figures, compiled_s):
         """The same generate() with the same static cache, eagerly, right after the warm compiled call."""
-        generate, prompt_len = self.original["generate"], inputs["input_ids"].shape[1]
+        generate = self.original["generate"]
         rounds = TIMING_ROUNDS if compiled_s < QUICK_CALL_S else 1
         eager_calls, compiled_calls = [], [compiled_figures]
 
         def call(**extra):
             clock = TokenClock()
             output = generate(model, inputs, {**kwargs, "streamer": clock, **extra})
-            return clock.figures(), self.module.generated_tokens(model, output, prompt_len)
+            return clock.figures(), new_tokens(self.module, model, output, inputs)
 
         def alternate():
             for i in range(rounds):
@@ -215,7 +215,8 @@ class _EncodeMeasuring(_Measuring):
 
 class _PipelineMeasuring(_Measuring):
     """diffusers: one image drawn eagerly before compiling; seconds per warm denoising step, from a clock on the
-    compiled denoiser's calls and the start of decoding."""
+    final stage's main denoiser's calls and the start of decoding (the image's return, in pixel space). A
+    multi-stage pipeline's steps are its final stage's."""
 
     call = "draw"
 
@@ -227,22 +228,30 @@ class _PipelineMeasuring(_Measuring):
             draw = self.original["draw"]
             self.eager_before_compiling(_pipeline_parameters(pipe), lambda: draw(pipe, self.params),
                                         lambda seconds: ("eager_image_s", seconds))
-            name = compile_pipeline(pipe, backend)
-            getattr(pipe, name).register_forward_pre_hook(self.clock.denoiser_called)  # outside the compiled graph
-            decode = pipe.vae.decode
+            names = compile_pipeline(pipe, backend)
+            # a run.py rendered before pipelines had stages names plain attributes (unet, vae)
+            resolve = getattr(self.module, "resolve", getattr)
+            main = self.module.denoiser_name(pipe)  # a wrapper, so the hook stays outside the compiled graph
+            resolve(pipe, main).register_forward_pre_hook(self.clock.denoiser_called)
+            path = self.module.image_decoder(pipe) if hasattr(self.module, "image_decoder") else "vae"
+            if path is not None:  # a pixel-space pipeline has no decoder: the image is done when draw returns
+                decoder = resolve(pipe, path)
+                decode = decoder.decode
 
-            def timed_decode(*args, **kwargs):
-                self.clock.decode_called()
-                return decode(*args, **kwargs)
+                def timed_decode(*args, **kwargs):
+                    self.clock.decode_called()
+                    return decode(*args, **kwargs)
 
-            pipe.vae.decode = timed_decode
-            return name
+                decoder.decode = timed_decode
+            return names
 
         self.module.compile_pipeline = measured_compile
 
     def measured_call(self, pipe, params):
         self.clock.reset()
-        return super().measured_call(pipe, params)
+        image = super().measured_call(pipe, params)
+        self.clock.decode_called()  # no decoder (pixel space): the last step ended when the image came back
+        return image
 
     def add_figures(self, result):
         timings = result["timings"]
@@ -263,7 +272,7 @@ def eager_run(module, params: dict) -> dict:
             kwargs = module.compiled_generation_kwargs(params, device, tokenizer)
             stage = "run"
             output = module.generate(model, inputs, {**kwargs, "disable_compile": True})
-            tokens = module.generated_tokens(model, output, inputs["input_ids"].shape[1])
+            tokens = new_tokens(module, model, output, inputs)
             return {"ok": True, "mode": "eager", "tokens": tokens, "timings": {},
                     "text": tokenizer.decode(tokens, skip_special_tokens=True)}
         model = module.load(params, device)
@@ -275,6 +284,14 @@ def eager_run(module, params: dict) -> dict:
 
 
 # ---- the instruments -----------------------------------------------------------------------------------------
+
+
+def new_tokens(module, model, output, inputs):
+    """The generated tokens as the run.py counts them (``new_tokens``: after a decoder prompt too, for speech); a
+    run.py rendered before speech recognition counts them after the prompt's input_ids."""
+    if hasattr(module, "new_tokens"):
+        return module.new_tokens(model, output, inputs)
+    return module.generated_tokens(model, output, inputs["input_ids"].shape[1])
 
 
 class TokenClock:

@@ -58,12 +58,14 @@ def _protocol() -> str:
     image_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_psnr_db']:g} dB"
                              for dtype, b in vocab.IMAGE_TOLERANCE.items())
     encode, draw = TASK_INPUTS[vocab.FEATURE_EXTRACTION], TASK_INPUTS[vocab.TEXT_TO_IMAGE]
+    listen = TASK_INPUTS[vocab.AUTOMATIC_SPEECH_RECOGNITION]
     return f"""## Test protocol
 
 1. `from_pretrained` loads the checkpoint (never with `trust_remote_code` unless a person asked for it).
 2. The model is placed on the fewest cores whose memory holds its weights (`neuron_cores`; at most 16).
 3. `generate()` produces {MAX_NEW_TOKENS} greedy tokens from a fixed prompt (a chat template and a generated
-   test image for image-text-to-text models) with a static KV cache, compiled with
+   test image for image-text-to-text models; a generated {listen['audio_seconds']:g}-second audio clip for
+   automatic-speech-recognition) with a static KV cache, compiled with
    `torch.compile(backend=..., fullgraph=True, dynamic=False)`: `neuron` on Trainium, `inductor` elsewhere.
 4. The tokens are checked against a CPU eager run of the same checkpoint, dtype and prompt
    (a judge checks the text when no CPU reference is affordable). Near-tie tolerance on the reference's
@@ -72,7 +74,7 @@ def _protocol() -> str:
 Sentence-embedding models (`feature-extraction`, sentence-transformers) and diffusion pipelines (`text-to-image`,
 diffusers) take the same steps with their own call, one core each: `SentenceTransformer(...)` with its transformer
 module compiled encodes a fixed batch of {len(SENTENCES)} sentences padded to {encode['sequence_length']}
-tokens; a pipeline loaded with `from_pretrained`, its denoiser and VAE decoder compiled, draws one image in
+tokens; a pipeline loaded with `from_pretrained`, every denoiser and its image decoder compiled, draws one image in
 {draw['steps']} steps from a fixed prompt and seed (CPU noise: the same latents everywhere) at the checkpoint's
 native size. Their outputs are compared as numbers
 with the CPU reference: `exact` when bitwise equal, `within_tolerance` when within both bounds for the dtype, else FAIL

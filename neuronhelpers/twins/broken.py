@@ -21,9 +21,9 @@ BREAKAGES = {
 PERTURBED_WEIGHT = {
     "st-bert": ("model.safetensors", "encoder.layer.1.output.dense.weight"),
     "st-qwen3": ("model.safetensors", "layers.1.mlp.down_proj.weight"),
-    "sd-unet": ("unet/diffusion_pytorch_model.safetensors", "conv_out.weight"),
+    "t2i-stable-diffusion": ("unet/diffusion_pytorch_model.safetensors", "conv_out.weight"),
     # The random DiT's output barely reaches the image through the random VAE's group norms: shift the decoder's.
-    "pixart-dit": ("vae/diffusion_pytorch_model.safetensors", "decoder.conv_out.weight"),
+    "t2i-pixart-sigma": ("vae/diffusion_pytorch_model.safetensors", "decoder.conv_out.weight"),
 }
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.quiet import quiet_libraries
 from neuronhelpers.core.vocab import (
+    AUTOMATIC_SPEECH_RECOGNITION,
     FEATURE_EXTRACTION,
     IMAGE_TEXT_TO_TEXT,
     TEXT_GENERATION,
@@ -50,6 +51,7 @@ from neuronhelpers.twins.specs import (
     mapped_tasks,
     twin_spec,
 )
+from neuronhelpers.twins.speech import write_speech_twin
 from neuronhelpers.twins.text import write_text_twin
 from neuronhelpers.twins.vision.build import write_vlm_twin
 
@@ -72,29 +74,32 @@ class TwinUnavailable(UserError):
 
 
 def check_transformers_twin_runs(spec: TwinSpec, folder: Path) -> None:
-    """The twin loads back with from_pretrained and runs eagerly: a forward pass and 4 greedy tokens.
+    """The twin loads back through the recipe's own loader and runs eagerly: a forward pass (not for speech: an
+    encoder-decoder's forward needs the decoder's start, which generate() makes) and 4 greedy tokens.
 
     A twin that cannot do this would make any failure of the compiled run meaningless, so it is not a twin.
     """
     import torch
 
-    from neuronhelpers.recipes.transformers_generate import generated_tokens, load
+    from neuronhelpers.core.protocol import PROMPTS, TASK_INPUTS
+    from neuronhelpers.recipes.transformers_generate import load, new_tokens
 
     try:
         params = {"model_path": str(folder), "task": spec.task, "trust_remote_code": False, "revision": None,
-                  "parallelism": "none", "dtype": "float32",
-                  "prompt": "Describe this image in one sentence." if spec.task == IMAGE_TEXT_TO_TEXT
-                  else "Write a short story about a robot who learns to paint."}
+                  "parallelism": "none", "dtype": "float32", "prompt": PROMPTS[spec.task],
+                  **TASK_INPUTS.get(spec.task, {})}
         model, tokenizer, inputs = load(params, "cpu")
         parameters = sum(p.numel() for p in model.parameters())
         if parameters > MAX_TWIN_PARAMETERS:
             raise ValueError(f"the shrunk model still has {parameters:,} parameters (more than "
                              f"{MAX_TWIN_PARAMETERS:,})")
         with torch.inference_mode():
-            model(**inputs)
+            if spec.task != AUTOMATIC_SPEECH_RECOGNITION:
+                model(**inputs)
             pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-            out = model.generate(**inputs, max_new_tokens=4, min_new_tokens=4, do_sample=False, pad_token_id=pad)
-        new = generated_tokens(model, out, inputs["input_ids"].shape[1])
+            out = model.generate(**inputs, max_new_tokens=4, min_new_tokens=4, do_sample=False, pad_token_id=pad,
+                                 return_dict_in_generate=True)
+        new = new_tokens(model, out, inputs)
         if len(new) != 4:
             raise ValueError(f"generate() returned {len(new)} new tokens, not 4")
     except Exception as exc:  # not swallowed: marked with the step that failed, then raised again
@@ -104,9 +109,11 @@ def check_transformers_twin_runs(spec: TwinSpec, folder: Path) -> None:
 
 # The registry of builders by task: how a twin of the task is written into a folder, and how it is checked to run.
 WRITERS = {TEXT_GENERATION: write_text_twin, IMAGE_TEXT_TO_TEXT: write_vlm_twin,
-           FEATURE_EXTRACTION: write_library_twin, TEXT_TO_IMAGE: write_library_twin}
+           FEATURE_EXTRACTION: write_library_twin, TEXT_TO_IMAGE: write_library_twin,
+           AUTOMATIC_SPEECH_RECOGNITION: write_speech_twin}
 EAGER_CHECKS = {TEXT_GENERATION: check_transformers_twin_runs, IMAGE_TEXT_TO_TEXT: check_transformers_twin_runs,
-                FEATURE_EXTRACTION: check_library_twin_runs, TEXT_TO_IMAGE: check_library_twin_runs}
+                FEATURE_EXTRACTION: check_library_twin_runs, TEXT_TO_IMAGE: check_library_twin_runs,
+                AUTOMATIC_SPEECH_RECOGNITION: check_transformers_twin_runs}
 
 
 def twin_home() -> Path:
@@ -225,6 +232,11 @@ def _build_in_child(spec: TwinSpec, force: bool) -> Path:
     found = known_twin(spec)  # the child wrote the twin, or the reason it could not
     if found is not None:
         return found
+    printed = Path((outcome.stdout.strip().splitlines() or [""])[-1])
+    if outcome.returncode == 0 and (printed / "TWIN.json").is_file():
+        # the builder's code changed while the child ran (an edit to the twins package): the child keyed the twin
+        # by the code it read, and its folder is the one it printed
+        return printed
     if outcome.timed_out:
         why, cause = f"the build did not finish within {BUILD_TIMEOUT_S:g} s", "twin build: timeout"
     elif outcome.signal_name:

@@ -67,6 +67,17 @@ _DRAFTER = ("a speculative-decoding drafter: its forward needs the target model'
 
 OVERRIDES: dict[str, Override] = {
     # ---- text-generation families ---------------------------------------------------------------------------
+    # sentence-transformers encoders (tiny/st-<type>; their text attributes shape the encoder the same way)
+    "xmod": Override("X-MOD routes every layer through a per-language adapter: checkpoints are used with a default "
+                     "language set, which its config leaves unset", text={"default_language": "en_XX"}),
+    "funnel": Override("Funnel-Transformer's depth is its block_sizes (4+4+4 layers by default), not "
+                       "num_hidden_layers", text={"block_sizes": [1, 1], "num_decoder_layers": 1}),
+    "tapas": Override("TAPAS encodes tables: its token_type_ids carry 7 kinds of segment (row, column, rank...) that "
+                      "a sentence tokenizer does not produce", no_twin=True),
+    "perceiver": Override("PerceiverModel reads raw bytes through a latent array (inputs=, not input_ids=): "
+                          "sentence-transformers' Transformer module cannot feed it", no_twin=True),
+    "neomme": Override("NeoMME is multimodal without a vision sub-config: its processor needs an image processor "
+                       "that a text checkpoint does not carry", no_twin=True),
     "mistral": Override("Mistral-7B-v0.3 and later disable the sliding window that MistralConfig still defaults to "
                         "(v0.1's 4096)",
                         text={"sliding_window": None}),

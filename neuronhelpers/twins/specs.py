@@ -7,9 +7,17 @@ builder shares. A leaf: imports nothing of the package beyond core and the overr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from neuronhelpers.core.errors import UserError
-from neuronhelpers.core.vocab import FEATURE_EXTRACTION, IMAGE_TEXT_TO_TEXT, TEXT_GENERATION, TEXT_TO_IMAGE
+from neuronhelpers.core.vocab import (
+    AUTOMATIC_SPEECH_RECOGNITION,
+    DIFFUSERS,
+    FEATURE_EXTRACTION,
+    IMAGE_TEXT_TO_TEXT,
+    TEXT_GENERATION,
+    TEXT_TO_IMAGE,
+)
 from neuronhelpers.twins.overrides import text_overrides
 
 TWIN_PREFIX = "tiny/"
@@ -23,13 +31,15 @@ MAX_TWIN_PARAMETERS = 3_000_000
 LOGIT_SCALE = 20.0
 
 LIBRARY_TASKS = (FEATURE_EXTRACTION, TEXT_TO_IMAGE)
-# name -> (model_type, task): the architecture a library twin stands in for, and how it is addressed (tiny/<name>).
-LIBRARY_TWINS = {
-    "st-bert": ("bert", FEATURE_EXTRACTION),
-    "st-qwen3": ("qwen3", FEATURE_EXTRACTION),
-    "sd-unet": ("unet2d", TEXT_TO_IMAGE),
-    "pixart-dit": ("pixart", TEXT_TO_IMAGE),
-}
+# The names of the library twins: tiny/st-<model_type> (a sentence-transformers model around that transformers
+# architecture), tiny/t2i-<key> (the diffusers text-to-image family AutoPipelineForText2Image names <key>).
+EMBEDDING_PREFIX, PIPELINE_PREFIX = "st-", "t2i-"
+# A speech-recognition twin: tiny/asr-<model_type> (whisper is also a causal-LM type, whose twin is tiny/whisper).
+SPEECH_PREFIX = "asr-"
+# Decoders the Hub's embedding models are built on (last-token pooling, left padding): qwen3 (Qwen3-Embedding, the
+# Selected list's and the rankings snapshot's one decoder), qwen2 (gte-Qwen2), mistral (e5-mistral, SFR-Embedding),
+# gemma3_text (EmbeddingGemma). Every other sentence-transformers twin is an encoder (mean pooling).
+EMBEDDING_DECODERS = ("qwen3", "qwen2", "mistral", "gemma3_text")
 
 
 @dataclass(frozen=True)
@@ -59,9 +69,66 @@ def _mappings() -> tuple[dict, dict]:
     return MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
 
+def speech_specs() -> list[TwinSpec]:
+    """One speech-recognition twin per type transformers maps to AutoModelForSpeechSeq2Seq (twins/speech.py says
+    which of them are not speech-to-text, and why)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
+
+    return [TwinSpec(t, AUTOMATIC_SPEECH_RECOGNITION, name=SPEECH_PREFIX + t)
+            for t in sorted(MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)]
+
+
+@lru_cache(maxsize=1)
+def embedding_types() -> tuple[str, ...]:
+    """The transformers architectures a sentence-transformers twin is built on: every text encoder the installed
+    transformers maps to AutoModelForMaskedLM (a type with a vision or audio sub-config is not a text encoder),
+    then EMBEDDING_DECODERS."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    def text_only(model_type):
+        subs = getattr(AutoConfig.for_model(model_type), "sub_configs", {}) or {}
+        return not any(name.startswith(("vision", "audio")) for name in subs)
+
+    return tuple(sorted(t for t in MODEL_FOR_MASKED_LM_MAPPING_NAMES if text_only(t))) + EMBEDDING_DECODERS
+
+
+@lru_cache(maxsize=1)
+def pipeline_families() -> dict[str, str]:
+    """Every text-to-image family of the installed diffusers: AutoPipelineForText2Image's key -> pipeline class name.
+
+    Read from the source of diffusers' auto pipelines module rather than imported: importing the mapping imports
+    every pipeline (about ten seconds), and this list is read wherever a twin is named. The literal mapping only:
+    families diffusers adds when an optional package is present (kolors, with sentencepiece) are not counted.
+    """
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec(DIFFUSERS)
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    source = Path(spec.submodule_search_locations[0]) / "pipelines" / "auto_pipeline.py"
+    for node in ast.walk(ast.parse(source.read_text())):
+        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "AUTO_TEXT2IMAGE_PIPELINES_MAPPING"
+                                                 for t in node.targets)):
+            pairs = node.value.args[0].elts
+            return {pair.elts[0].value: pair.elts[1].id for pair in pairs}
+    raise RuntimeError(f"{source} no longer defines AUTO_TEXT2IMAGE_PIPELINES_MAPPING as a literal")
+
+
+def pipeline_family(pipeline_class: str) -> str:
+    """A diffusers pipeline's architecture, as the catalog names it: its AutoPipelineForText2Image key
+    (StableDiffusionXLPipeline -> stable-diffusion-xl); a class no key maps keeps its own name."""
+    by_class = {name: key for key, name in pipeline_families().items()}
+    return by_class.get(pipeline_class, pipeline_class)
+
+
 def library_twin_specs() -> list[TwinSpec]:
-    """The twins of the other libraries (TwinSpec with a ``name``), in a stable order."""
-    return [TwinSpec(model_type, task, name=name) for name, (model_type, task) in LIBRARY_TWINS.items()]
+    """The twins of the other libraries (TwinSpec with a ``name``), in a stable order: one sentence-transformers
+    twin per embedding architecture, one diffusers twin per text-to-image family."""
+    specs = [TwinSpec(t, FEATURE_EXTRACTION, text_overrides(t), name=EMBEDDING_PREFIX + t) for t in embedding_types()]
+    return specs + [TwinSpec(key, TEXT_TO_IMAGE, name=PIPELINE_PREFIX + key) for key in pipeline_families()]
 
 
 def architectures(task: str | None = None) -> list[TwinSpec]:
@@ -75,6 +142,7 @@ def architectures(task: str | None = None) -> list[TwinSpec]:
     specs = [TwinSpec(t, IMAGE_TEXT_TO_TEXT) for t in vision]
     specs += [TwinSpec(t, TEXT_GENERATION, text_overrides(t)) for t in causal if t not in vision]
     specs.sort(key=lambda spec: spec.model_type)
+    specs += speech_specs()  # speech recognition (transformers' speech seq2seq)
     specs += library_twin_specs()  # sentence-transformers and diffusers twins
     return [spec for spec in specs if task is None or spec.task == task]
 

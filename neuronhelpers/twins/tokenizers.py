@@ -159,3 +159,50 @@ def t5_tokenizer():
     unigram.train_from_iterator(_lines(), trainer)
     vocab = [tuple(piece) for piece in json.loads(unigram.to_str())["model"]["vocab"]]
     return T5Tokenizer(vocab=vocab, extra_ids=0, model_max_length=512)
+
+
+def gemma_tokenizer(max_length: int = 512):
+    """A GemmaTokenizer (Gemma, Gemma 2 and T5Gemma encoders): a BPE trained on the corpus with Gemma's ``▁`` word
+    marks and its named tokens."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import GemmaTokenizer
+
+    special = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>"]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=special, show_progress=False)
+    bpe.train_from_iterator(_lines(), trainer)
+    model = json.loads(bpe.to_str())["model"]
+    merges = [tuple(pair) if isinstance(pair, list) else tuple(pair.split(" ")) for pair in model["merges"]]
+    # like Gemma's own, every text starts with <bos> (so an empty prompt has a token to attend to)
+    return GemmaTokenizer(vocab=model["vocab"], merges=merges, model_max_length=max_length, add_bos_token=True)
+
+
+def glm_tokenizer(max_length: int = 1024):
+    """A GLM-4 style tokenizer (CogView4's text encoder): the trained byte-level BPE, every text prefixed by GLM's
+    ``[gMASK]<sop>`` (so even an empty prompt has tokens), left padding."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = trained_bpe()
+    bpe.add_special_tokens(["[gMASK]", "<sop>"])
+    bpe.post_processor = processors.TemplateProcessing(
+        single="[gMASK] <sop> $A", pair="[gMASK] <sop> $A $B",
+        special_tokens=[("[gMASK]", bpe.token_to_id("[gMASK]")), ("<sop>", bpe.token_to_id("<sop>"))])
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|eos|>", pad_token="<|pad|>",
+                                   padding_side="left", model_max_length=max_length)
+
+
+def xlm_roberta_tokenizer(max_length: int = 77):
+    """An XLMRobertaTokenizer (Kandinsky 2.1's multilingual CLIP): a Unigram trained on the corpus, with its named
+    tokens."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import XLMRobertaTokenizer
+
+    unigram = Tokenizer(models.Unigram())
+    unigram.pre_tokenizer = pre_tokenizers.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+                                      unk_token="<unk>", show_progress=False)
+    unigram.train_from_iterator(_lines(), trainer)
+    vocab = [tuple(piece) for piece in json.loads(unigram.to_str())["model"]["vocab"]]
+    return XLMRobertaTokenizer(vocab=vocab, model_max_length=max_length)

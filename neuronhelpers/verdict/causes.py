@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from importlib import util as _importlib_util
 
+from neuronhelpers.core import vocab
+
 MAX_LENGTH = 200
 
 _NUMBER = re.compile(r"(?<![\w])\d+(?:\.\d+)?L?(?![\w])")  # 2068L: a C++ long in generated kernels
@@ -39,9 +41,15 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+# The model libraries' package folders, diffusers first (see _frame_label).
+_LIBRARY_FOLDERS = tuple(name.replace("-", "_") for name in (vocab.DIFFUSERS, vocab.SENTENCE_TRANSFORMERS,
+                                                             vocab.TRANSFORMERS))
+
+
 def _frame_label(path: str, function: str) -> str | None:
-    """'transformers/cache_utils.py:update' for a frame inside transformers or torch; model files grouped."""
-    for root in ("transformers", "torch"):
+    """'transformers/cache_utils.py:update' for a frame inside a model library or torch; model files grouped.
+    diffusers comes first: its model files live in a folder named transformers (diffusers/models/transformers/)."""
+    for root in _LIBRARY_FOLDERS + ("torch",):
         marker = f"/{root}/"
         if marker in path:
             relative = root + "/" + path.rsplit(marker, 1)[1]
@@ -52,8 +60,8 @@ def _frame_label(path: str, function: str) -> str | None:
     return None
 
 
-def deepest_frame(trace: str, *, prefer: str = "transformers") -> str | None:
-    """The innermost traceback frame inside transformers (else torch), as 'package/file.py:function'."""
+def deepest_frame(trace: str, *, prefer: tuple = _LIBRARY_FOLDERS) -> str | None:
+    """The innermost traceback frame inside a model library (else torch), as 'package/file.py:function'."""
     frames = [_frame_label(path, fn) for path, fn in _FRAME.findall(trace or "")]
     frames = [f for f in frames if f]
     preferred = [f for f in frames if f.startswith(prefer)]

@@ -12,7 +12,8 @@ from functools import lru_cache
 from neuronhelpers.core import vocab
 
 _MAPPINGS = {vocab.TEXT_GENERATION: "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
-             vocab.IMAGE_TEXT_TO_TEXT: "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES"}
+             vocab.IMAGE_TEXT_TO_TEXT: "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
+             vocab.AUTOMATIC_SPEECH_RECOGNITION: "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES"}
 
 
 @lru_cache(maxsize=None)
