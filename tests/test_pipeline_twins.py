@@ -81,3 +81,16 @@ def test_compiled_pipeline_draws_the_eager_image(built):
     assert names == "unet"
     assert type(pipe.unet).__name__ == "OptimizedModule" and hasattr(pipe.vae.decode, "_torchdynamo_orig_callable")
     assert (compiled - eager).abs().max() <= 1e-3
+
+
+def test_a_pipeline_that_draws_from_the_global_generator_draws_the_same_image_every_time(tmp_path):
+    """CogView4 Control samples its control image's latents from torch's global generator, not the one passed: draw
+    seeds that one too, or cold, warm and reference calls would differ (it read as a FAIL at mismatch)."""
+    with quiet_libraries(diffusers=True):
+        write_pipeline_twin("cogview4-control", tmp_path / "twin")
+        pipe = _load(tmp_path / "twin")
+        torch.manual_seed(123)
+        first = diffusers_pipeline.draw(pipe, PARAMS)
+        torch.manual_seed(456)
+        second = diffusers_pipeline.draw(pipe, PARAMS)
+    assert torch.equal(first, second)

@@ -168,6 +168,9 @@ def draw(pipe, params):
         default = schedule.default
         kwargs["guidance_schedule"] = [default[i * len(default) // steps] for i in range(steps)]
     kwargs.update(control_inputs(pipe, accepted, size, params["seed"]))
+    # some pipelines also draw from torch's global generator, not the one passed (CogView4 Control samples its
+    # control image's latents): seeded too, so every call (cold, warm, reference) draws the same numbers
+    torch.manual_seed(params["seed"])
     output = pipe(**kwargs)
     if hasattr(output, "images"):
         return as_chw(output.images[0])
