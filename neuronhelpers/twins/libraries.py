@@ -25,7 +25,7 @@ from pathlib import Path
 from neuronhelpers.core.quiet import quiet_libraries
 from neuronhelpers.core.vocab import FEATURE_EXTRACTION, TEXT_TO_IMAGE
 from neuronhelpers.twins.overrides import reason
-from neuronhelpers.twins.pipelines import IMAGE_SIZE, write_pipeline_twin
+from neuronhelpers.twins.pipelines import IMAGE_SIZE, parameter_count, write_pipeline_twin
 from neuronhelpers.twins.shrink import TEXT_SHRINK, shrunk_config
 from neuronhelpers.twins.specs import (
     EMBEDDING_DECODERS,
@@ -56,8 +56,6 @@ def write_twin(spec, folder: Path) -> None:
 
 def _run_eagerly(spec, params):
     """(output, expected shape, parameter count) of one eager run through the recipe's own loader."""
-    import torch
-
     if spec.task == FEATURE_EXTRACTION:
         from neuronhelpers.recipes.sentence_transformers_encode import encode, load
 
@@ -67,8 +65,7 @@ def _run_eagerly(spec, params):
     from neuronhelpers.recipes.diffusers_pipeline import draw, image_size, load
 
     model = load(params, "cpu")
-    parameters = sum(p.numel() for c in model.components.values() if isinstance(c, torch.nn.Module)
-                     for p in c.parameters())
+    parameters = parameter_count(model)
     params["prompt"] = "A robot paints the sea."
     size = image_size(model, params)  # the family's native size (32 px; Kandinsky 3: 64)
     return draw(model, params), (3, size, size), parameters
