@@ -100,3 +100,97 @@ def test_the_compiled_generate_of_a_whisper_twin_equals_the_reference_tokens(whi
     assert reference["ok"] and device["ok"], (reference.get("error"), device.get("error"))
     assert len(reference["tokens"]) == 32 and device["tokens"] == reference["tokens"]
     assert device["warm_equals_cold"] and device["prompt_tokens"] == 0
+    # whisper ties its head to its embeddings; the twin's head is its own, or the twin echoes one token 32 times
+    assert len(set(reference["tokens"])) > 4, reference["tokens"]
+
+
+# ---- audio-language models: the processor takes a text prompt with audio tokens --------------------------------
+
+AUDIO_LANGUAGE = ("qwen3_asr", "granite_speech", "granite_speech_plus", "vibevoice_asr", "fun_asr_nano")
+
+
+def test_every_audio_language_fix_renders_its_audio_placeholder_once_before_the_instruction():
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    content = [{"type": "audio"}, {"type": "text", "text": "Transcribe."}, {"type": "language", "language": "X"}]
+    for model_type in AUDIO_LANGUAGE:
+        fix = speech.FAMILY_FIXES[model_type]
+        assert fix.why and fix.audio_item and set(fix.token_ids.values()) <= set(fix.tokens) | set(fix.named.values())
+        template = ImmutableSandboxedEnvironment().from_string(speech.audio_chat_template(fix.audio_item, fix.system))
+        text = template.render(messages=[{"role": "user", "content": content}], add_generation_prompt=True)
+        audio = fix.token_ids["audio_token_id"]  # the token the processor expands to the clip's length
+        assert text.count(audio) == 1 and text.index(audio) < text.index("Transcribe."), model_type
+        assert text.endswith("<|im_start|>assistant\n") and (fix.system is None) == ("system" not in text), model_type
+        if model_type == "fun_asr_nano":  # its instruction names the language item's language, before the audio
+            assert "\u6210X\uff1a<|object_ref_start|>" in text
+
+
+def test_voxtral_is_refused_naming_mistral_common(tmp_path):
+    with pytest.raises(ValueError, match="no twin of 'voxtral': .*mistral-common"):
+        speech.write_speech_twin(spec("voxtral"), tmp_path)
+
+
+@pytest.fixture(scope="module")
+def audio_language_twins(tmp_path_factory):
+    """The two audio-language twins whose feature extractors need no torchaudio (granite's and fun_asr's do)."""
+    folders = {}
+    for model_type in ("qwen3_asr", "vibevoice_asr"):
+        folders[model_type] = tmp_path_factory.mktemp(f"tiny-{model_type}")
+        speech.write_speech_twin(spec(model_type), folders[model_type])
+    return folders
+
+
+@pytest.mark.slow
+def test_an_audio_language_twin_gets_its_transcription_request_with_its_audio_tokens(audio_language_twins):
+    from transformers import AutoModelForSpeechSeq2Seq, AutoProcessor
+
+    for model_type, folder in audio_language_twins.items():
+        processor = AutoProcessor.from_pretrained(folder)
+        inputs = transformers_generate.speech_inputs(processor, 2.0)
+        ids = inputs["input_ids"][0].tolist()
+        assert ids.count(processor.audio_token_id) > 1, model_type  # the placeholder, expanded to the clip's length
+        assert not set(inputs) & set(processor.unused_input_names), model_type
+        model = AutoModelForSpeechSeq2Seq.from_pretrained(folder)
+        assert model.config.audio_token_id == processor.audio_token_id, model_type
+        assert sum(p.numel() for p in model.parameters()) <= build.MAX_TWIN_PARAMETERS
+        prompt = processor.tokenizer.decode(ids)
+        expected = {"qwen3_asr": "<|im_start|>assistant\nlanguage English<asr_text>",  # the request forces English
+                    "vibevoice_asr": "\nThis is a 2.00 seconds audio, please transcribe"}  # the clip's duration
+        assert expected[model_type] in prompt, (model_type, prompt)
+
+
+@pytest.mark.slow
+def test_an_audio_language_twin_generates_eagerly_after_its_prompt(audio_language_twins):
+    reference = transformers_generate.reference_run(params(audio_language_twins["vibevoice_asr"], max_new_tokens=4))
+    assert reference["ok"], reference.get("error")
+    _, _, inputs = transformers_generate.load(params(audio_language_twins["vibevoice_asr"]), "cpu")
+    # a decoder-only model: its new tokens are counted after the prompt's input_ids (audio placeholders included)
+    assert len(reference["tokens"]) == 4 and transformers_generate.prompt_length(inputs) > 100
+
+
+@pytest.mark.slow
+def test_a_speech_encoder_decoder_twin_joins_its_pair_and_loads_back_with_its_processor(tmp_path):
+    from transformers import AutoModelForSpeechSeq2Seq, AutoProcessor
+
+    speech.write_speech_twin(spec("speech-encoder-decoder"), tmp_path)
+    processor, model = AutoProcessor.from_pretrained(tmp_path), AutoModelForSpeechSeq2Seq.from_pretrained(tmp_path)
+    assert type(processor).__name__ == "Wav2Vec2Processor" and type(model).__name__ == "SpeechEncoderDecoderModel"
+    assert (model.config.encoder.model_type, model.config.decoder.model_type) == ("wav2vec2", "bert")
+    assert set(transformers_generate.speech_inputs(processor, 1.0)) == {"input_values"}  # the clip alone
+
+
+@pytest.mark.slow
+def test_without_a_transcription_request_the_recipe_falls_back_to_the_chat_template_then_to_the_audio_token(
+        audio_language_twins):
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(audio_language_twins["qwen3_asr"])
+    processor.apply_transcription_request = None  # as a family without one (granite's)
+    from_template = processor.tokenizer.decode(transformers_generate.speech_inputs(processor, 1.0)["input_ids"][0])
+    assert "<|audio_end|>Transcribe the audio.<|im_end|>\n<|im_start|>assistant\n" in from_template
+    processor.chat_template = None  # the audio token and the instruction, in the tokenizer's template (granite's card)
+    in_turns = processor.tokenizer.decode(transformers_generate.speech_inputs(processor, 1.0)["input_ids"][0])
+    assert "user\n<|audio_pad|>" in in_turns and "<|audio_pad|>Transcribe the audio.<|im_end|>" in in_turns
+    processor.tokenizer.chat_template = None  # as plain text
+    plain = processor.tokenizer.decode(transformers_generate.speech_inputs(processor, 1.0)["input_ids"][0])
+    assert plain.startswith("<|audio_pad|>") and plain.endswith("<|audio_pad|>Transcribe the audio.")

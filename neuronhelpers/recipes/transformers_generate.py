@@ -75,6 +75,7 @@ def generate(model, inputs, kwargs):
     """One generate() call (the measuring wraps this function when the harness runs the file)."""
     import torch
 
+    torch.manual_seed(0)  # a model that draws noise in generate() (VibeVoice ASR's audio latents) draws it alike
     with torch.inference_mode():
         return model.generate(**inputs, **kwargs)
 
@@ -191,18 +192,53 @@ def test_audio(sampling_rate, seconds=2.0):
     return torch.tensor(samples, dtype=torch.float32).numpy()  # the array feature extractors take
 
 
+# The instruction after the audio where the processor has no transcription request of its own: a model card's.
+TRANSCRIBE = {None: "Transcribe the audio.",
+              "GraniteSpeechProcessor": "can you transcribe the speech into a written format?"}
+
+
 def speech_inputs(processor, seconds):
-    """The processor's inputs for the test clip at its feature extractor's sampling rate (English, where the
-    processor must be told the language to build its decoder prompt)."""
+    """The processor's inputs for the test clip at its feature extractor's sampling rate: the clip alone (English, where
+    the processor must be told the language), or an audio-language model's transcription request."""
     import inspect
 
-    rate = getattr(processor, "feature_extractor", processor).sampling_rate
+    extractor = getattr(processor, "feature_extractor", None) or getattr(processor, "audio_processor", processor)
+    rate = extractor.sampling_rate  # (granite's is its audio_processor)
     required = [p.name for p in inspect.signature(processor.__call__).parameters.values()
                 if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
-    language = {"language": "en"} if "language" in required else {}
-    inputs = processor(audio=test_audio(rate, seconds), sampling_rate=rate, return_tensors="pt", **language)
-    # the tensors only: a bookkeeping list (cohere_asr's chunk index, to merge a long clip's transcripts) is no input
-    return {k: v for k, v in inputs.items() if hasattr(v, "is_floating_point")}
+    clip = test_audio(rate, seconds)
+    if "text" in required:
+        inputs = transcription_request(processor, clip, rate)
+    else:
+        language = {"language": "en"} if "language" in required else {}
+        inputs = processor(audio=clip, sampling_rate=rate, return_tensors="pt", **language)
+    # the tensors the model takes: no bookkeeping (cohere_asr's chunk index, an audio-language model's token counts)
+    unused = set(getattr(processor, "unused_input_names", None) or ())
+    return {k: v for k, v in inputs.items() if hasattr(v, "is_floating_point") and k not in unused}
+
+
+def transcription_request(processor, clip, rate):
+    """An audio-language model's prompt and features, as its checkpoints want them: the processor's own transcription
+    request, else its chat template with the clip and an instruction, else its audio token and the instruction."""
+    import inspect
+
+    instruction = TRANSCRIBE.get(type(processor).__name__, TRANSCRIBE[None])
+    request = getattr(processor, "apply_transcription_request", None)
+    if request is not None:
+        # English; Voxtral's (mistral-common) also wants the array's rate and a format, and a model name it ignores
+        known = {"language": "en", "sampling_rate": rate, "format": "wav", "model_id": None}
+        accepted = inspect.signature(request).parameters
+        return request(clip, **{k: v for k, v in known.items() if k in accepted})
+    if getattr(processor, "chat_template", None):
+        messages = [{"role": "user", "content": [{"type": "audio", "audio": clip},
+                                                 {"type": "text", "text": instruction}]}]
+        return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True,
+                                             return_tensors="pt")
+    text = processor.audio_token + instruction  # in the tokenizer's chat template where it has one (a model card's)
+    if getattr(processor.tokenizer, "chat_template", None):
+        text = processor.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                                       tokenize=False)
+    return processor(text=text, audio=clip, sampling_rate=rate, return_tensors="pt")
 
 
 # ---- the reference -----------------------------------------------------------------------------------------
@@ -212,6 +248,7 @@ def reference_run(params):
 
     try:
         model, tokenizer, inputs = load(params, "cpu")
+        torch.manual_seed(0)  # the same noise as the device's generate() draws (see generate)
         with torch.inference_mode():
             out = model.generate(**inputs, **generation_kwargs(tokenizer, params["max_new_tokens"]),
                                  output_logits=True, return_dict_in_generate=True)

@@ -7,6 +7,11 @@ family's own feature extractor and processor classes, all saved with ``save_pret
 Which mapped types are speech-to-text at all (``speech_types``) is read from each model class, not from a hand list
 (see its docstring). A family that needs more than the generic shrink has an entry in ``FAMILY_FIXES`` with a
 one-line reason; a type no twin can be built for is refused by ``write_speech_twin`` with a one-line reason.
+
+An audio-language model (its processor takes a text prompt with audio tokens: qwen3_asr, granite_speech, ...) gets
+the family's audio tokens in its tokenizer and config, and a chat template that renders an audio item where the
+family's real template puts its audio placeholder (``audio_chat_template``): the recipe asks for a transcription
+through it.
 """
 
 from __future__ import annotations
@@ -55,13 +60,31 @@ class SpeechFix:
     extractor: dict = field(default_factory=dict)
     processor: str | None = None
     extractor_class: str | None = None  # where transformers maps no feature extractor to the type
-    tokens: tuple = ()  # special tokens the family's processor writes into the decoder prompt
+    tokens: tuple = ()  # special tokens the family's processor writes into the prompt
     start: str | None = None  # the token the decoder starts from (else the tokenizer's bos)
     derived: Callable | None = None  # config -> attributes computed from the shrunk config
+    after: dict = field(default_factory=dict)  # attributes set after the shrink (a sub-config's as a dict): the
+    # shrink's overrides reach the language model only, and it sizes the audio side by its vision table
+    named: dict = field(default_factory=dict)  # tokenizer attribute -> token, where the processor reads them
+    token_ids: dict = field(default_factory=dict)  # config attribute -> the token whose id it holds
+    audio_item: str | None = None  # an audio-language model: what its chat template renders an audio item as
+    system: str | None = None  # the system turn its template opens with when the conversation has none
+    pair: tuple = ()  # a composite of any encoder and decoder: the (encoder, decoder) types the twin joins
     no_twin: bool = False  # no twin can be built: ``why`` says why
 
 
 NO_FIX = SpeechFix(why="")
+# Fun-ASR-Nano's instruction before the audio: "语音转写：" (transcribe the speech), "语音转写成英文：" (into English)
+FUN_ASR_REQUEST = "\u8bed\u97f3\u8f6c\u5199{% if language %}\u6210{{ language }}{% endif %}\uff1a"
+QWEN3_ASR_TOKENS = {"audio_bos_token": "<|audio_start|>", "audio_token": "<|audio_pad|>",
+                    "audio_eos_token": "<|audio_end|>"}  # in the order its template writes them
+VIBEVOICE_TOKENS = {"audio_bos_token_id": "<|object_ref_start|>", "audio_token_id": "<|box_start|>",
+                    "audio_eos_token_id": "<|object_ref_end|>"}  # (Qwen2's object-ref and box tokens)
+GRANITE_FIX = SpeechFix("its LoRA adapter needs peft and files the twin has not (the model runs without it); the "
+                        "q-former projector cross-attends the encoder's width; the model card's prompt opens with the "
+                        "audio token", after={"has_lora_adapter": False},
+                        derived=lambda c: {"projector_config": {"encoder_hidden_size": c.encoder_config.hidden_dim}},
+                        tokens=("<|audio|>",), token_ids={"audio_token_id": "<|audio|>"}, audio_item="<|audio|>")
 COHERE_PROMPT = ("\u2581", "<|startofcontext|>", "<|startoftranscript|>", "<|emo:undefined|>", "<|en|>", "<|pnc|>",
                  "<|nopnc|>", "<|noitn|>", "<|notimestamp|>", "<|nodiarize|>")
 FAMILY_FIXES = {
@@ -83,11 +106,43 @@ FAMILY_FIXES = {
                                      "(checkpoints carry it in config.json); no feature extractor is mapped to the "
                                      "type: it takes the raw waveform, as moonshine's Wav2Vec2FeatureExtractor does",
                                      config={"num_key_value_heads": 4}, extractor_class="Wav2Vec2FeatureExtractor"),
-    "fun_asr_nano": SpeechFix("its adaptor's width is tied to a quarter of the language model's",
-                              config={"adaptor_config": {"intermediate_size": SPEECH_SHRINK["hidden_size"] // 4}}),
+    "fun_asr_nano": SpeechFix("its adaptor's FFN must be a quarter of the language model's width and the shrink makes "
+                              "audio-side FFNs 64 wide, so the language model is 256 wide; 20 of the encoder's 70 "
+                              "layers predict timestamps (1 of 2 here); the prompt asks for the transcription in "
+                              "Chinese before the audio", config={"hidden_size": 256},
+                              after={"audio_config": {"num_timestamp_prediction_layers": 1},
+                                     "adaptor_config": {"projector_hidden_size": 64}},
+                              tokens=("<|object_ref_start|>",), token_ids={"audio_token_id": "<|object_ref_start|>"},
+                              audio_item=FUN_ASR_REQUEST + "<|object_ref_start|>",
+                              system="You are a helpful assistant."),
+    "qwen3_asr": SpeechFix("its processor reads the audio tokens from the tokenizer; the audio projector's output is "
+                           "the language model's width; its template always opens with a (context) system turn",
+                           derived=lambda c: {"audio_config": {"output_dim": c.text_config.hidden_size}},
+                           named=QWEN3_ASR_TOKENS, tokens=("<asr_text>",),
+                           token_ids={"audio_token_id": QWEN3_ASR_TOKENS["audio_token"]},
+                           audio_item="".join(QWEN3_ASR_TOKENS.values()), system=""),
+    "granite_speech": GRANITE_FIX,
+    "granite_speech_plus": GRANITE_FIX,
+    "vibevoice_asr": SpeechFix("its audio tokenizers' seven conv stages are 3 to 8 blocks deep and double 32 filters "
+                               "to 2048 (one block each from 2 filters here, the same 3200-sample hop); its template "
+                               "puts the clip's duration and the keys to transcribe after the audio",
+                               after={key: {"num_filters": 2, "depths": [1] * 7} for key in (
+                                   "acoustic_tokenizer_encoder_config", "semantic_tokenizer_encoder_config")},
+                               tokens=tuple(VIBEVOICE_TOKENS.values()),
+                               token_ids=VIBEVOICE_TOKENS, audio_item="".join(VIBEVOICE_TOKENS.values())
+                               + "\nThis is a <|AUDIO_DURATION|> seconds audio, please transcribe it with these keys: "
+                               "Start time, End time, Speaker ID, Content",
+                               system="You are a helpful assistant that transcribes audio input into text output in "
+                                      "JSON format."),
+    "voxtral": SpeechFix("its processor builds the prompt with mistral-common's tokenizer (a tekken.json read by "
+                         "MistralCommonBackend), not installed here: mistral-common 1.13 pins numpy<2.4 on Python 3.11 "
+                         "and pulls LGPL pycountry and soxr; a twin needs it and a tiny tekken tokenizer",
+                         no_twin=True),
     "speech-encoder-decoder": SpeechFix("a composite of any speech encoder and any text decoder, named by each "
-                                        "checkpoint: no default pair to shrink, and no processor of its own",
-                                        no_twin=True),
+                                        "checkpoint, with no processor of its own: the twin is transformers' own "
+                                        "example pair, a wav2vec2 encoder and a BERT decoder, with Wav2Vec2Processor",
+                                        pair=("wav2vec2", "bert"), processor="Wav2Vec2Processor",
+                                        extractor_class="Wav2Vec2FeatureExtractor"),
     "seamless_m4t_v2": SpeechFix("its checkpoints use the v1 processor (transformers maps none to the type)",
                                  processor="SeamlessM4TProcessor"),
 }
@@ -154,11 +209,27 @@ def _generates_audio(cls) -> bool:
 
 
 def speech_tokenizer(model_type: str):
-    """The trained BPE with pad / bos / eos, and the family's own special tokens (Whisper's, cohere_asr's prompt)."""
+    """The trained BPE with pad / bos / eos, and the family's own special tokens (Whisper's, cohere_asr's prompt, an
+    audio-language model's audio tokens, named where its processor reads them from the tokenizer)."""
     from neuronhelpers.twins.tokenizers import make_tokenizer
 
+    fix = FAMILY_FIXES.get(model_type, NO_FIX)
     extra = list(WHISPER_TOKENS.values()) if model_type == "whisper" else []
-    return make_tokenizer({}, extra + list(FAMILY_FIXES.get(model_type, NO_FIX).tokens))
+    return make_tokenizer(dict(fix.named), extra + list(fix.tokens))
+
+
+def audio_chat_template(audio_item: str, system: str | None = None) -> str:
+    """The twins' chat turns (tokenizers.CHAT_TEMPLATE's) with each audio item rendered as ``audio_item``, opened by a
+    ``system`` turn when the conversation has none; a ``language`` item is ``language`` there (fun_asr_nano's)."""
+    opening = "" if system is None else (
+        "{% if messages[0]['role'] != 'system' %}<|im_start|>system\n" + system + "<|im_end|>\n{% endif %}")
+    return opening + (
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+        "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+        "{% set language = message['content'] | selectattr('type', 'equalto', 'language') | map(attribute='language')"
+        " | first %}{% for part in message['content'] %}{% if part['type'] == 'audio' %}" + audio_item
+        + "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
 def write_speech_twin(spec, folder: Path) -> None:
@@ -177,11 +248,19 @@ def write_speech_twin(spec, folder: Path) -> None:
     tok = speech_tokenizer(spec.model_type)
     start_token = WHISPER_TOKENS["decoder_start"] if spec.model_type == "whisper" else fix.start
     start = tok.convert_tokens_to_ids(start_token) if start_token else tok.bos_token_id
-    config = shrunk_config(spec.model_type, SPEECH_SHRINK, {**fix.config, **spec.overrides}, vocab_size=len(tok),
-                           bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                           decoder_start_token_id=start)
-    if fix.derived:
-        config = type(config).from_dict({**config.to_dict(), **fix.derived(config)})
+    ids = {"bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}
+    if fix.pair:  # each part shrunk on its own, joined as the checkpoints join them
+        from transformers import SpeechEncoderDecoderConfig
+
+        encoder = shrunk_config(fix.pair[0], SPEECH_SHRINK)
+        decoder = shrunk_config(fix.pair[1], SPEECH_SHRINK, spec.overrides, vocab_size=len(tok), **ids)
+        config = SpeechEncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder, decoder_start_token_id=start,
+                                                                         **ids)
+    else:
+        config = shrunk_config(spec.model_type, SPEECH_SHRINK, {**fix.config, **spec.overrides}, vocab_size=len(tok),
+                               decoder_start_token_id=start, **ids)
+    config = _after_shrink(config, fix, tok)
+    _untie_output_head(config)
     _consistent_token_lists(config, len(tok))
     check_size(AutoModelForSpeechSeq2Seq, config)
     torch.manual_seed(SEED)
@@ -191,6 +270,15 @@ def write_speech_twin(spec, folder: Path) -> None:
     processor = _processor(extractor_class, processor_class, config, tok, fix)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
+
+
+def _untie_output_head(config) -> None:
+    """The output head gets weights of its own. Tied to random input embeddings, it makes a twin echo its last token
+    32 times (the final hidden state is mostly that token's embedding), a check that proves little: a checkpoint's
+    trained embeddings do not do that, and the head's matmul is the same either way."""
+    for _path, sub, _role in walk_configs(config):
+        if getattr(sub, "tie_word_embeddings", None):
+            sub.tie_word_embeddings = False
 
 
 def scale_logits(model) -> None:
@@ -215,6 +303,26 @@ def scale_logits(model) -> None:
         norms[-1].weight.mul_(LOGIT_SCALE)
         if getattr(norms[-1], "bias", None) is not None:
             norms[-1].bias.mul_(LOGIT_SCALE)
+
+
+def _after_shrink(config, fix: SpeechFix, tok):
+    """The config with the family's attributes the shrink cannot set (``after``, ``derived``), its token ids, and the
+    tokenizer's pad / bos / eos where the top config names its own (a composite's, not its language model's)."""
+    data = config.to_dict()
+    ids = {key: getattr(tok, key) for key in ("pad_token_id", "bos_token_id", "eos_token_id")
+           if data.get(key) is not None}
+    tokens = {key: tok.convert_tokens_to_ids(token) for key, token in fix.token_ids.items()}
+    for changes in (ids, tokens, fix.after, fix.derived(config) if fix.derived else {}):
+        data = _merged(data, changes)
+    return type(config).from_dict(data)
+
+
+def _merged(data: dict, changes: dict) -> dict:
+    """``data`` with ``changes``; a dict of changes updates the sub-config's dict of the same name."""
+    out = dict(data)
+    for key, value in changes.items():
+        out[key] = _merged(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
 
 
 def _consistent_token_lists(config, vocab_size: int) -> None:
@@ -258,22 +366,26 @@ def _processor_classes(model_type: str, fix: SpeechFix):
         raise ValueError(f"transformers names no {'feature extractor' if not extractor_name else 'processor'} "
                          f"class for '{model_type}'")
     processor_class = getattr(transformers, processor_name)
-    if "text" in _required_arguments(processor_class.__call__):
-        raise ValueError(f"{processor_name} needs a text prompt with audio tokens (an audio-language model): the "
-                         "recipe gives the clip alone, and the twin has no transcription chat template")
+    if "text" in _required_arguments(processor_class.__call__) and fix.audio_item is None:
+        raise ValueError(f"{processor_name} needs a text prompt with audio tokens (an audio-language model), and "
+                         "FAMILY_FIXES gives no chat template rendering its audio items")
     return getattr(transformers, extractor_name), processor_class
 
 
 def _processor(extractor_class, processor_class, config, tok, fix: SpeechFix):
     """The family's own feature extractor (default-constructed, its mel bins those of the config where tied),
-    wrapped with the tokenizer in the family's processor class."""
+    wrapped with the tokenizer in the family's processor class (with the chat template of an audio-language model).
+    """
     extractor = extractor_class(**fix.extractor)
     mel_bins = next((sub.__dict__[key] for _path, sub, _role in walk_configs(config) for key in MEL_BIN_KEYS
                      if isinstance(sub.__dict__.get(key), int)), None)
     if getattr(extractor, "feature_size", 1) > 1 and mel_bins and mel_bins != extractor.feature_size:
         # an extractor of mel features whose bins the encoder's input width is tied to (not a raw waveform's)
         extractor = extractor_class(**{**fix.extractor, "feature_size": mel_bins})
-    return processor_class(feature_extractor=extractor, tokenizer=tok)
+    if fix.audio_item is None:
+        return processor_class(feature_extractor=extractor, tokenizer=tok)
+    # positional: granite names its feature extractor audio_processor
+    return processor_class(extractor, tok, chat_template=audio_chat_template(fix.audio_item, fix.system))
 
 
 def _required_arguments(function) -> set[str]:
