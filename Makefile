@@ -2,7 +2,7 @@
 #             into ./results
 # make test   set up .venv and run the whole test suite (notebooks and the browser test included)
 # make test-fast  ruff, then the tests that compile nothing (about four minutes): the inner loop
-# make lab    open the notebooks in JupyterLab
+# make lab    open the notebooks in JupyterLab (installed on the first call; offline afterwards)
 # make book   the notebooks as a static HTML book in build/book (executes those without an executed copy once)
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -74,8 +74,13 @@ sweep-releases: sweep-architectures .venv-transformers-5.24.0 .venv-torch-2.13.0
 	.venv-transformers-5.24.0/bin/python -m neuronhelpers sweep $(SWEEP_ARGS)
 	.venv-torch-2.13.0/bin/python -m neuronhelpers sweep $(SWEEP_ARGS)
 
-lab: install
+# JupyterLab is installed once (the stamp below), so `make lab` works offline on the day.
+LAB_STAMP := $(VENV)/.lab-installed
+$(LAB_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e ".[lab]" -c constraints.txt
+	touch $(LAB_STAMP)
+
+lab: $(LAB_STAMP)
 	$(VENV)/bin/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 # The notebooks as they ran, one HTML page each and a contents page (build/book/index.html; reads offline), from the

@@ -17,7 +17,7 @@ Data flows one way, one subpackage per stage, each importing only those above it
     analysis/  across rows: causes ranked, twins against real checkpoints and Trainium, declared vs measured
                                                                                               [04, 06]
     sweep/     many models, one process tree each: locally or on a Ray cluster              [05]
-    ui/        the explorer, plots, the Voila app                                            [01, 06]
+    ui/        the explorer, plots, the Voila app, the book, the workshop and its exercises    [00, 01, 06]
     cli/       the ``neuronhelpers`` command and ``doctor``
 
 The names notebooks use are importable from here, so a lesson imports internals only where it says why (notebook 03
@@ -27,11 +27,12 @@ reads the recipe's own source). Each is loaded on first use; ``import neuronhelp
     plan_cores, per_rank_layout, resolve_model, build_twin, broken_twin, perturbed_twin, twin_spec, architectures,
     verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, ranked_lines, twin_agreement,
     agreement_line, trainium_agreement, trainium_agreement_line, declared_vs_measured, disagreement_line,
-    load_results, version_pairs, select_pair, newest_per_model, verdicts_per_pair, write_published_example,
-    ran_on_labels, diff_results, release_steps, release_changes, change_counts, step_rows, VERDICT_CHANGES,
-    check_expected, expected_frame, write_card, render_card, publish, sweep_models, summary_frame, excluded_rows,
-    sweep_on_ray, FleetReport, explore, doctor, detect_backend, get_backend, hub_reachable, hub_status_line,
-    compiler_for, last_json_line, GiB, UserError, and the modules vocab, plots, settings, compile_cache
+    load_results, version_pairs, select_pair, current_or_newest, newest_per_model, verdicts_per_pair,
+    write_published_example, ran_on_labels, diff_results, release_steps, release_changes, change_counts, step_rows,
+    VERDICT_CHANGES, check_expected, expected_frame, write_card, render_card, publish, sweep_models, summary_frame,
+    excluded_rows, sweep_on_ray, FleetReport, explore, doctor, detect_backend, get_backend, hub_reachable,
+    hub_status_line, compiler_for, last_json_line, GiB, UserError, check_answer, and the modules vocab, plots,
+    settings, compile_cache, workshop
 
 No top-level name is the name of a subpackage (the sweep function is ``sweep_models``, beside ``sweep/``).
 """
@@ -72,6 +73,7 @@ EXPORTS = {
     "load_results": "neuronhelpers.store.dataset:load_results",
     "version_pairs": "neuronhelpers.store.dataset:version_pairs",
     "select_pair": "neuronhelpers.store.dataset:select_pair",
+    "current_or_newest": "neuronhelpers.store.dataset:current_or_newest",
     "newest_per_model": "neuronhelpers.store.dataset:newest_per_model",
     "step_rows": "neuronhelpers.store.diff:step_rows",
     "VERDICT_CHANGES": "neuronhelpers.store.diff:VERDICT_CHANGES",
@@ -107,6 +109,8 @@ EXPORTS = {
     "vocab": "neuronhelpers.core.vocab",
     "plots": "neuronhelpers.ui.plots",
     "settings": "neuronhelpers.core.settings",
+    "workshop": "neuronhelpers.ui.workshop",
+    "check_answer": "neuronhelpers.ui.exercises:check_answer",
 }
 
 __all__ = ["__version__", *EXPORTS]

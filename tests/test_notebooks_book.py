@@ -3,8 +3,9 @@ nbconvert's lab template, a contents page in lesson order, solutions collapsed, 
 out, nothing fetched from the network. This file sorts after tests/test_notebooks.py, whose run leaves the executed
 copies in build/executed that the book is rendered from. Screenshots go to test-artifacts/:
 
-    book-index.png   the contents page
-    book-02.png      lesson 02 (a matplotlib figure embedded in the page)
+    book-index.png     the contents page
+    book-00-start.png  the start page: the plan, the set-up, the glossary
+    book-01.png        lesson 01 (a matplotlib figure embedded in the page)
 """
 
 import os
@@ -17,8 +18,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from conftest import ARTIFACTS, CHROMIUM, ROOT, launch_chromium
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.ui.book import build_book, lesson_heading
+from neuronhelpers.ui.workshop import LESSON_ORDER, lesson_paths
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = lesson_paths(ROOT / "notebooks")  # in teaching order, the start page first
 EXECUTED = ROOT / "build" / "executed"  # where tests/test_notebooks.py keeps each executed notebook
 XSS = "<script>window.__pwned = 1</script>"
 # A script, style or image the page would fetch (a link a reader may follow, <a href>, is fine: nothing loads it).
@@ -88,10 +90,10 @@ def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path
     out = tmp_path / "book"
     paths = build_book(EXECUTED, out, execute_missing=False)
     assert sorted(p.name for p in paths) == sorted([*(p.stem + ".html" for p in NOTEBOOKS), "index.html"])
-    assert len(paths) == 7
+    assert len(paths) == len(LESSON_ORDER) + 1
     index = (out / "index.html").read_text()
     links = re.findall(r'<li><a href="([^"]+)">', index)
-    assert links == [p.stem + ".html" for p in NOTEBOOKS]  # all six, in lesson order
+    assert links == [p.stem + ".html" for p in NOTEBOOKS]  # all of them, in teaching order (ui/workshop.py)
     titles = [lesson_heading(nbformat.read(EXECUTED / p.name, as_version=4), p.stem)[0] for p in NOTEBOOKS]
     solutions = 0
     for source, path in zip(NOTEBOOKS, paths, strict=False):
@@ -116,6 +118,11 @@ def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path
         for title in titles:
             page.get_by_role("link", name=title).wait_for(timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "book-index.png"), full_page=True)
+        page.get_by_role("link", name=titles[0]).click()  # the start page the teacher projects
+        page.get_by_role("heading", name="The plan: 90 minutes").wait_for(timeout=30_000)
+        assert page.locator("table").count() >= 3  # prerequisites, the plan, the glossary
+        page.screenshot(path=str(ARTIFACTS / "book-00-start.png"), full_page=True)
+        page.goto((out / "index.html").as_uri())
 
         page.get_by_role("link", name=titles[1]).click()
         page.wait_for_url(re.compile(re.escape(NOTEBOOKS[1].stem) + r"\.html$"))
@@ -124,6 +131,6 @@ def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path
         figure.wait_for(timeout=30_000)
         assert figure.evaluate("img => img.complete && img.naturalWidth > 100")  # the matplotlib PNG, embedded
         assert page.get_by_role("link", name="Contents").first.is_visible()
-        page.screenshot(path=str(ARTIFACTS / "book-02.png"), full_page=True)
+        page.screenshot(path=str(ARTIFACTS / f"book-{NOTEBOOKS[1].stem[:2]}.png"), full_page=True)
         browser.close()
     assert not fetched, fetched  # every page reads offline

@@ -217,6 +217,8 @@ PACKAGE_NAMES = {
 # Vocabulary words that are also a column's name in the published dataset's layout (its cores are `tp`): spelled once,
 # as a column name, in the schema's mapping table.
 PACKAGE_NAMES |= {("neuronhelpers.store.schema", "tp")}
+# The workshop's glossary defines the word "twin" (a term, not the untested stage).
+PACKAGE_NAMES |= {("neuronhelpers.ui.workshop", "twin")}
 # Words too common to police (a sub-command named run, a timings key named compile, a cause named timeout).
 COMMON = {"run", "load", "compile", "reference", "timeout", "none"}
 

@@ -61,13 +61,19 @@ def apply_offline_mode() -> bool:
     if not reachable:
         if not offline_requested():
             os.environ[UNREACHABLE_MARK] = hub_endpoint()
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        import sys
-
-        constants = sys.modules.get("huggingface_hub.constants")
-        if constants is not None:  # already imported: it read the environment at import time
-            constants.HF_HUB_OFFLINE = True
+        go_offline()
     return reachable
+
+
+def go_offline() -> None:
+    """Offline mode for this process and every child it starts (``HF_HUB_OFFLINE``), also where huggingface_hub
+    was already imported (it read the environment then)."""
+    import sys
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = True
 
 
 def offline_env() -> dict[str, str]:

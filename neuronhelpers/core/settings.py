@@ -29,6 +29,7 @@ HUB_UNREACHABLE_ENV = "NEURONHELPERS_HUB_UNREACHABLE"
 RESULTS_ENV = "NEURONHELPERS_RESULTS"
 SHELF_ENV = "NEURONHELPERS_SHELF"
 EAGER_MAX_ENV = "NEURONHELPERS_EAGER_MAX_PARAMETERS"
+DEVICE_DIR_ENV = "NEURONHELPERS_DEVICE_DIR"
 
 VARIABLES = {v.name: v for v in (
     Variable(HOME_ENV, "~/.cache/neuronhelpers",
@@ -45,6 +46,8 @@ VARIABLES = {v.name: v for v in (
              "host memory a CPU reference may use, in GiB (default: half of this machine's RAM)"),
     Variable("NEURONHELPERS_NEURON_CORES", None, "NeuronCores a local sweep shares out among its parallel jobs "
              "(default: the instance's logical cores, from /dev/neuron* and NEURON_LOGICAL_NC_CONFIG)"),
+    Variable(DEVICE_DIR_ENV, "/dev", "where Neuron device files (neuron0, neuron1, ...) are looked "
+             "for; a test points it at a folder with a fake one"),
     Variable(EAGER_MAX_ENV, None, "the largest model (in parameters) given an eager run beside its compiled one (the "
              "speed-up; after a failure, whether the device runs it eagerly); 0 turns the eager runs off (default: the "
              "protocol's bound, core/protocol.py EAGER_MAX_PARAMETERS)"),
@@ -79,6 +82,11 @@ def shelf_home() -> Path:
     """``NEURONHELPERS_SHELF``, default ``NEURONHELPERS_HOME/shelf``: never inside the Hugging Face cache."""
     raw = value(SHELF_ENV)
     return Path(os.path.expanduser(raw)) if raw else home() / "shelf"
+
+
+def device_dir() -> Path:
+    """``NEURONHELPERS_DEVICE_DIR``, default ``/dev``: where the Neuron driver's device files are looked for."""
+    return Path(value(DEVICE_DIR_ENV))
 
 
 def forced_backend() -> str | None:

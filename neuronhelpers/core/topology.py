@@ -62,18 +62,23 @@ def one_chip(environ=None) -> Topology:
     return Topology(1, logical_core_config(environ))
 
 
-def neuron_chips(dev_dir: str | Path = "/dev") -> int:
-    """How many Neuron chips the driver exposes (``/dev/neuron0`` ... one device file per chip)."""
+def neuron_chips(dev_dir: str | Path | None = None) -> int:
+    """How many Neuron chips the driver exposes (``/dev/neuron0`` ... one device file per chip; the folder is
+    NEURONHELPERS_DEVICE_DIR's where set)."""
+    if dev_dir is None:
+        from neuronhelpers.core.settings import device_dir
+
+        dev_dir = device_dir()
     try:
         return sum(1 for entry in os.listdir(dev_dir) if _DEVICE.fullmatch(entry))
     except OSError:
         return 0
 
 
-def neuron_topology(dev_dir: str | Path = "/dev", environ=None) -> Topology:
+def neuron_topology(dev_dir: str | Path | None = None, environ=None) -> Topology:
     return Topology(neuron_chips(dev_dir), logical_core_config(environ))
 
 
-def neuron_device_present(dev_dir: str | Path = "/dev") -> bool:
+def neuron_device_present(dev_dir: str | Path | None = None) -> bool:
     """True when the Neuron driver exposes a device; nothing is imported and no runtime is started."""
     return neuron_chips(dev_dir) > 0

@@ -382,6 +382,18 @@ def verdicts_per_pair(df):
                                         "with a verdict", "pass rate of tested"])
 
 
+def current_or_newest(df, backend=None):
+    """This environment's pair (``select_pair(df, "current")``); where the frame holds no row of it (a trn2 reading
+    a catalog swept with inductor), the newest pair instead. Returns (rows, pair, a line saying which was used)."""
+    rows, pair = select_pair(df, "current", backend)
+    if len(rows) or not len(df):
+        return rows, pair, f"this environment's pair: compiler {pair[0]}, transformers {pair[1]}"
+    newest, newest_pair = select_pair(df, "newest")
+    return newest, newest_pair, (f"no rows for this environment's pair (compiler {pair[0]}, transformers {pair[1]}): "
+                                 f"the newest pair the data holds instead (compiler {newest_pair[0]}, "
+                                 f"transformers {newest_pair[1]})")
+
+
 def select_pair(df, pair: str | None, backend=None):
     """The rows of one version pair: ``"current"`` (this environment's compiler on ``backend``, default the detected
     one, and for each row's library its installed version), ``"newest"`` (the newest compiler, and each library's

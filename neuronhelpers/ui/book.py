@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.ui.workshop import lesson_paths
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 DROPPED_TAG = "injected-parameters"  # papermill's test paths: the test's, not the lesson's
@@ -86,7 +87,7 @@ def build_book(executed_dir, out_dir, *, notebooks_dir=NOTEBOOKS_DIR, execute_mi
     import nbformat
 
     executed_dir, out_dir, notebooks_dir = Path(executed_dir), Path(out_dir), Path(notebooks_dir)
-    sources = sorted(notebooks_dir.glob("[0-9][0-9]_*.ipynb"))
+    sources = lesson_paths(notebooks_dir)  # teaching order (ui/workshop.py), not file order
     if not sources:
         raise UserError(f"no numbered notebooks (NN_*.ipynb) in {notebooks_dir}")
     missing = [source for source in sources if not (executed_dir / source.name).exists()]

@@ -1,0 +1,335 @@
+"""The workshop, defined once: the lessons in the order they are taught, the 90-minute plan, what to skip when late,
+the glossary, and the guards that keep a Run All safe on any machine (a laptop, a trn2, a room without network).
+
+The start page (``notebooks/00_start_here.ipynb``) is written from here (:func:`write_start_page`; a test fails
+when the committed page differs), the book's contents follow :data:`LESSON_ORDER`, and each notebook's "What's
+next" names the lesson after it (:func:`next_lesson`). Taught in notebook 00.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+START_PAGE = "00_start_here"
+
+# The lessons by number, in teaching order: the concepts 04 defines (the verdict, evidence) come before 03's
+# sharded runs, and 05 (release managers) closes the day.
+LESSON_ORDER = ("00", "01", "02", "04", "03", "06", "05")
+TITLES = {"00": "Start here", "01": "Explore the results dataset", "02": "Run a single model",
+          "03": "Sharded runs: TP and EP", "04": "Validation: how a result is decided",
+          "05": "Publishing a release", "06": "The architecture catalog"}
+
+# An assumed download rate for the time a fetch would take (a trn2's link is faster, a conference room's slower):
+# 50 MB/s, i.e. 400 Mbit/s.
+ASSUMED_BYTES_PER_S = 50e6
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of the day: its minutes, the notebook (or the terminal), what is done live, the in-class exercise,
+    the notebook's measured CPU time for Run All, and what to skip when running late."""
+
+    minutes: int
+    where: str
+    live: str
+    in_class: str
+    run_s: int | None  # the cells' own time on 2 CPU cores, twins cached (tests/test_notebooks.py's executed copies)
+    skip_when_late: str
+
+
+PLAN = (
+    Part(5, "00 start here", "this page: the plan, the glossary; `.venv/bin/neuronhelpers doctor` in a terminal", "",
+         None, "the glossary (it stays open in a tab)"),
+    Part(12, "01 explore", "the classic query, the explorer (click a model: its `run.py`), the plots",
+         "Ex 1 (vision-language counts)", 77, "the damaged-file section and Ex 2 (homework)"),
+    Part(20, "02 single model", "the plan, `run.py` read top-down, a verified row, the warm cache",
+         "Ex 1 in a terminal: `python3 run.py`", 171, "the embedding and diffusion cells, Ex 2 (homework)"),
+    Part(14, "04 validation", "exact vs near-tie, the judge, one broken run per failure stage, UNTESTED vs EXCLUDED",
+         "Ex 1 (exact, near_tie or mismatch)", 37, "the margin plot and Ex 2 (homework)"),
+    Part(12, "03 sharded", "cores chosen from memory, what each rank holds, a TP and an EP run",
+         "Ex 1 (what each rank holds; planning only)", 59, "the gated-model cells and Ex 2 (homework)"),
+    Part(10, "06 catalog", "verdicts per pair, root causes, declared vs measured",
+         "Ex 3 (your own model)", 41, "releases side by side, Ex 1 and 2 (homework)"),
+    Part(5, "05 publishing", "the diff and the gate (the push and Ray cells are for release managers)", "",
+         None, "all of it: read it at home"),
+)
+WORKSHOP_MINUTES = 90
+
+# One trn2 per pair of attendees: public figures, not measured here (no trn2 in this project's CI).
+PAIR_VARIANT = (
+    "**One trn2 per pair of attendees.** The same plan and the same cells: the twins compile with neuronx-cc instead "
+    "of inductor. A first compile \"can take several minutes for large models\" (AWS Neuron docs, "
+    "<https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html>); "
+    "a twin is tiny, and `.venv/bin/neuronhelpers cache sync` the day before fills the compile cache, so budget the "
+    "slack for the first runs of 02 and 03. With `RUN_ON_TRN2 = True` the real models do not fit the day: 03's "
+    "Qwen3-30B-A3B downloads about 61 GB and Llama-3.3-70B about 141 GB (20 and 47 minutes at an assumed 50 MB/s), and "
+    "AWS's own recipe for a 32B model on a trn2.48xlarge allows 1200 s to compile "
+    "(<https://awsdocs-neuron.readthedocs-hosted.com/en/latest/vllm-neuron/docs/tutorials/"
+    "tutorial-qwen3-vl-32b.html>): run them the day before, or as homework.")
+
+# Every term the notebooks use before or without defining it, defined once (the start page shows them).
+GLOSSARY = {
+    "twin": "a real architecture's code with shrunk dimensions and random weights, built locally (`tiny/qwen3`); it "
+            "tests whether the architecture compiles, not what a checkpoint writes",
+    "shelf": "real Hub checkpoints that registry packages ship (SmolLM2-135M-Instruct, all-MiniLM-L6-v2, "
+             "all-mpnet-base-v2, gemma-3-270m), run offline under their Hub ids",
+    "trn2": "the AWS Trainium2 instance (trn2.48xlarge: 16 chips, 8 physical NeuronCores each)",
+    "NeuronCore": "one compute core of a Trainium chip; a row's `neuron_cores` counts the logical cores it used",
+    "LNC": "logical NeuronCore configuration (`NEURON_LOGICAL_NC_CONFIG`): 2 physical cores act as one (the trn2 "
+           "default: 4 logical cores of 24 GiB per chip) or 1 (8 of 12 GiB)",
+    "NEFF": "the Neuron compiler's output file, one per compiled graph; the compile cache keeps them by compiler "
+            "version",
+    "compile cache": "compiled graphs kept on disk (NEFFs on a trn2, inductor's kernels on CPU): a warm cache skips "
+                     "the compiler",
+    "inductor": "PyTorch's own compiler (`torch.compile`'s default backend): what runs here in place of neuronx-cc",
+    "dynamo": "the part of `torch.compile` that traces Python into a graph; its guards decide when to recompile",
+    "graph break": "a spot dynamo cannot trace; with `fullgraph=True` (the recipe's setting) it is an error, a FAIL at "
+                   "compile",
+    "recompile": "dynamo compiling the same function again because a guard failed (a Python int that changes each "
+                 "step); past the limit it is a FAIL",
+    "static cache": "a KV cache allocated once at its full length, so every decode step has the same shapes and "
+                    "compiles once",
+    "run.py": "the one file a row ran: load, compile, generate, check; every row carries it and its "
+              "`requirements.txt`",
+    "row": "one outcome: a model, the versions it ran under, its result and why",
+    "version pair": "the (compiler version, library version) a row ran under: one Parquet file each",
+    "seed columns": "the columns the first published layout had (model_id, result, versions, ...); every later column "
+                    "is added beside them",
+    "reference": "the same checkpoint run eagerly on CPU in float32: what a compiled run's tokens are compared with",
+    "exact / near_tie": "the tokens equal the reference's / they first differ where the reference's top two logits "
+                        "were closer than the dtype's tolerance",
+    "judge": "for a model too large for a CPU reference: a small language model that reads the text and says whether "
+             "it is sound English",
+    "evidence": "what a verdict stands on: exact > near_tie > within_tolerance > judged for a PASS; for a FAIL, "
+                "whether the model ran eagerly on the same device",
+    "TP": "tensor parallelism: each rank holds a slice of every layer's weights",
+    "EP": "expert parallelism: each rank holds some of a mixture-of-experts layer's experts",
+    "rank": "one process of a sharded run, on one core",
+    "cause": "a short, stable signature of a failure (exception, deepest frame, failing guard) that groups failures "
+             "of one origin",
+    "gate": "the expected-results check: any change of verdict against `expected/cpu_architectures.csv` fails it",
+    "catalog": "the committed verdicts of every architecture's twin (`catalog/`), per version pair",
+    "Selected list": "the models the project tests by name (`neuronhelpers.SELECTED`), some EXCLUDED with a reason",
+    "GGUF": "llama.cpp's single-file checkpoint format; the shelf converts SmolLM2's GGUF file to a transformers "
+            "folder",
+    "UNTESTED / EXCLUDED": "no verdict could be reached here (no twin, a missing package, a dead node) / "
+                           "deliberately not run",
+}
+
+SETUP = """# the day before, with the network (each machine, or one trn2 per pair):
+make demo                       # .venv, torch, the shelf, a sweep of twins (8 GB of disk free)
+make lab                        # JupyterLab and papermill into .venv (once; offline afterwards)
+make book                       # build/book/index.html: every lesson as it ran, the fallback
+# the day itself, offline:
+export HF_HUB_OFFLINE=1         # nothing is fetched from the Hub; the shelf and twins stand in
+.venv/bin/neuronhelpers doctor
+make lab"""
+
+
+def lesson_key(stem: str) -> tuple[int, str]:
+    """Sort key of a notebook by teaching order (numbers not in the order go last, in file order)."""
+    number = stem[:2]
+    return (LESSON_ORDER.index(number) if number in LESSON_ORDER else len(LESSON_ORDER), stem)
+
+
+def lesson_paths(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[Path]:
+    """The numbered notebooks of a folder in teaching order."""
+    return sorted(Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"), key=lambda p: lesson_key(p.stem))
+
+
+def next_lesson(number: str) -> str | None:
+    """The lesson taught after ``number`` ("02" -> "04"), or None after the last."""
+    i = LESSON_ORDER.index(number)
+    return LESSON_ORDER[i + 1] if i + 1 < len(LESSON_ORDER) else None
+
+
+def plan_markdown() -> str:
+    """The plan as a Markdown table, the minutes running from 0, with the slack left in the 90 minutes."""
+    lines = ["| minutes | notebook | what to do live | in class | Run All on CPU | skip when late |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    start = 0
+    for part in PLAN:
+        run = f"{part.run_s} s" if part.run_s else "-"
+        lines.append(f"| {start}-{start + part.minutes} | {part.where} | {part.live} | {part.in_class or '-'} | "
+                     f"{run} | {part.skip_when_late} |")
+        start += part.minutes
+    lines.append(f"| {start}-{WORKSHOP_MINUTES} | slack | questions, or what ran late | | | |")
+    return "\n".join(lines)
+
+
+def slack_minutes() -> int:
+    return WORKSHOP_MINUTES - sum(part.minutes for part in PLAN)
+
+
+def glossary_markdown() -> str:
+    rows = "\n".join(f"| {term} | {meaning} |" for term, meaning in GLOSSARY.items())
+    return "| term | meaning |\n| --- | --- |\n" + rows
+
+
+def lessons_markdown() -> str:
+    """The lessons in teaching order, each a link to its notebook."""
+    paths = {p.stem[:2]: p.name for p in lesson_paths()}
+    return "\n".join(f"{i}. [{number} · {TITLES[number]}]({paths.get(number, number)})"
+                     for i, number in enumerate(LESSON_ORDER[1:], start=1))
+
+
+# ---- guards: what a cell may do on this machine -------------------------------------------------------------
+def size_line(weight_bytes: int | None) -> str:
+    """"61.1 GB, about 20 min at an assumed 50 MB/s" (the rate is an assumption, said as one)."""
+    if not weight_bytes:
+        return "size unknown here"
+    minutes = weight_bytes / ASSUMED_BYTES_PER_S / 60
+    return f"{weight_bytes / 1e9:.1f} GB, about {minutes:.0f} min at an assumed {ASSUMED_BYTES_PER_S / 1e6:.0f} MB/s"
+
+
+def hub_download_bytes(model_id: str) -> int | None:
+    """The bytes a download of the model's weights would fetch, from the Hub's file metadata (an API call, no
+    download); None offline or when the Hub does not answer."""
+    from neuronhelpers.core.network import hub_reachable
+
+    if not hub_reachable():
+        return None
+    try:
+        from huggingface_hub import HfApi
+
+        info = HfApi().model_info(model_id, files_metadata=True)
+    except Exception:  # noqa: BLE001 - gated, unknown or unreachable: the caller falls back to the planner's count
+        return None
+    sizes = [s.size or 0 for s in info.siblings or () if s.rfilename.endswith((".safetensors", ".bin"))]
+    return sum(sizes) or None
+
+
+def begin(fetch_from_hub: bool) -> bool:
+    """A lesson's first step: the FETCH_FROM_HUB switch (off, this process and every run.py it starts are offline:
+    the shelf and the twins stand in, nothing is downloaded) and the ``%%solution`` cell magic. Prints one line."""
+    from neuronhelpers.core.network import go_offline, hub_status_line
+
+    _register_solution_magic()
+    if not fetch_from_hub:
+        go_offline()
+        print("FETCH_FROM_HUB is False: nothing is downloaded; real models come from the shelf, the rest are twins")
+    else:
+        print(f"FETCH_FROM_HUB is True: models the shelf lacks are downloaded from the Hub ({hub_status_line()})")
+    return fetch_from_hub
+
+
+def _register_solution_magic() -> None:
+    """``%%solution``: the cell runs only when the notebook's SOLUTIONS is True (else one line says how to run it)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def solution(_line, cell):
+        if not shell.user_ns.get("SOLUTIONS"):
+            print("solution not run: set SOLUTIONS = True in the parameters (or read it: click to reveal)")
+            return
+        shell.run_cell(cell, store_history=False).raise_error()
+
+    shell.register_magic_function(solution, magic_kind="cell", magic_name="solution")
+
+
+def trn2_cell(run_on_trn2: bool, what: str, *, cores: int | None = None, weight_bytes: int | None = None,
+              model_id: str | None = None, unless: str | None = None) -> bool:
+    """Whether a trn2 cell runs here: asked for (RUN_ON_TRN2), a neuron device and torch-neuronx present, enough
+    cores, nothing else in the way (``unless``: the reason, e.g. no access to a gated model), the Hub reachable and
+    the disk large enough for the weights. Prints one line: what the cell would do (its download's size from the
+    Hub's metadata, else the planner's byte count) and why it runs or skips."""
+    from neuronhelpers.core.network import hub_reachable, hub_status_line
+    from neuronhelpers.core.topology import neuron_device_present, neuron_topology
+
+    size = (hub_download_bytes(model_id) if model_id and run_on_trn2 else None) or weight_bytes
+    would = f"{what}{f'; it downloads {size_line(size)}' if size else ''}"
+    reasons = []
+    if not run_on_trn2:
+        reasons.append("RUN_ON_TRN2 is False (set it to True on a trn2 to run it)")
+    elif not neuron_device_present():
+        reasons.append("no neuron device here")
+    elif importlib.util.find_spec("torch_neuronx") is None:
+        reasons.append("torch-neuronx is not installed (a Neuron Deep Learning AMI or container has it)")
+    elif cores and neuron_topology().cores < cores:
+        reasons.append(f"it needs {cores} NeuronCores and this instance has {neuron_topology().describe()}")
+    elif unless:
+        reasons.append(unless)
+    elif size and not hub_reachable():
+        reasons.append(f"the Hub is {hub_status_line()} (FETCH_FROM_HUB = True fetches)")
+    elif size and (free := _free_bytes()) < size * 1.1:
+        reasons.append(f"only {free / 1e9:.0f} GB free for the Hugging Face cache")
+    if reasons:
+        print(f"skipped: {reasons[0]}. This cell runs {would}.")
+        return False
+    print(f"running: {would}")
+    return True
+
+
+def _free_bytes() -> int:
+    from huggingface_hub import constants
+
+    folder = Path(constants.HF_HUB_CACHE)
+    while not folder.exists():
+        folder = folder.parent
+    return shutil.disk_usage(folder).free
+
+
+# ---- the start page ---------------------------------------------------------------------------------------------
+def start_page():
+    """The start page as a notebook: the lessons, the plan, what to skip, the set-up, the glossary, the fallback."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    cells = [
+        new_markdown_cell(
+            "# 00 · Start here\n\n## Overview\nThe workshop asks one question of Hugging Face models: *does this model "
+            "run unmodified on AWS Trainium, and how do I run it myself?* This page is the day: the lessons in the "
+            "order they are taught, the plan minute by minute, what to skip when late, the set-up, and every term "
+            "the notebooks use.\n\n## Prerequisites\n| | |\n| --- | --- |\n| set-up | `make demo` and `make lab` "
+            "the day before (below) |\n| time | 5 minutes; Run All takes seconds |\n| network | none on the day |"),
+        new_markdown_cell("The parameters: whether the guarded cells of every lesson may run on a trn2 and fetch "
+                          "from the Hub (both off: the day runs offline, nothing large is downloaded)."),
+        new_code_cell("RUN_ON_TRN2 = False     # True on a trn2: the cells that run real models there run\n"
+                      "FETCH_FROM_HUB = False  # True: models the shelf lacks are downloaded (sizes are said first)",
+                      metadata={"tags": ["parameters"]}),
+        new_markdown_cell("## Is this machine ready?\nThe day's switch first (with `FETCH_FROM_HUB = False` this "
+                          "kernel is offline), then the environment check, `neuronhelpers doctor`: one line per "
+                          "requirement."),
+        new_code_cell("from neuronhelpers import doctor, workshop\n\nworkshop.begin(FETCH_FROM_HUB)\n"
+                      "doctor_status = doctor()"),
+        new_markdown_cell("## The lessons, in teaching order\n" + lessons_markdown()),
+        new_markdown_cell(f"## The plan: {WORKSHOP_MINUTES} minutes\nRun All times are the cells' own on 2 CPU "
+                          "cores with the twins already built (`make demo` builds them); explaining and the "
+                          f"exercises take the rest. {slack_minutes()} minutes are slack.\n\n" + plan_markdown()
+                          + "\n\n" + PAIR_VARIANT),
+        new_markdown_cell("## Set-up, as typed\n```bash\n" + SETUP + "\n```\nWhere the install broke: "
+                          "`build/book/index.html` (from `make book`) shows every lesson as it ran."),
+        new_markdown_cell("## Glossary\n" + glossary_markdown()),
+        new_markdown_cell("## Summary\n- Seven lessons in the order above; the exercises marked *in class* are done "
+                          "live, the rest are homework.\n- `RUN_ON_TRN2` and `FETCH_FROM_HUB` are in every "
+                          "lesson's parameters, both off by default.\n\n## What's next\n"
+                          f"[01 · {TITLES['01']}](01_explore_dataset.ipynb)."),
+    ]
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    return nbformat.from_dict(nb)
+
+
+def write_start_page(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> Path:
+    """Write notebooks/00_start_here.ipynb from this module (cell ids fixed, so a rewrite changes no line)."""
+    import nbformat
+
+    nb = start_page()
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"start-{i:02d}"
+    path = Path(notebooks_dir) / f"{START_PAGE}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+if __name__ == "__main__":
+    print(write_start_page())

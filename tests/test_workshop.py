@@ -1,0 +1,99 @@
+"""The workshop (neuronhelpers.ui.workshop, ui/exercises.py): the start page is written from the package, the plan
+fits 90 minutes with slack, the glossary defines the terms the issue found undefined, the trn2 and Hub guards skip
+with a reason on a machine with a (fake) neuron device, a trn2 reading the inductor catalog gets the newest pair and
+is told so, and the self-check says right, not yet (with a hint, never the answer) or not answered yet."""
+
+import json
+
+import pytest
+
+from conftest import ROOT
+from neuronhelpers.core import network
+from neuronhelpers.core.backends import detect_backend, get_backend
+from neuronhelpers.core.settings import DEVICE_DIR_ENV
+from neuronhelpers.core.topology import neuron_device_present
+from neuronhelpers.store.dataset import current_or_newest, load_results
+from neuronhelpers.ui import exercises, workshop
+from neuronhelpers.ui.exercises import NOT_ANSWERED, NOT_YET, RIGHT, check_answer
+
+
+@pytest.fixture
+def fake_neuron_device(tmp_path, monkeypatch):
+    """A folder with one Neuron device file, where the package looks for them."""
+    (tmp_path / "neuron0").touch()
+    monkeypatch.setenv(DEVICE_DIR_ENV, str(tmp_path))
+    monkeypatch.delenv("NEURONHELPERS_BACKEND", raising=False)
+    return tmp_path
+
+
+def test_the_committed_start_page_is_the_one_the_package_writes(tmp_path):
+    written = json.loads(workshop.write_start_page(tmp_path).read_text())
+    committed = json.loads((ROOT / "notebooks" / "00_start_here.ipynb").read_text())
+    assert [c["source"] for c in committed["cells"]] == [c["source"] for c in written["cells"]], (
+        "notebooks/00_start_here.ipynb is stale: run `python -m neuronhelpers.ui.workshop`")
+    text = "".join("".join(c["source"]) for c in written["cells"])
+    assert workshop.plan_markdown() in text and workshop.glossary_markdown() in text
+    assert "make lab" in text and "HF_HUB_OFFLINE=1" in text and "build/book/index.html" in text
+
+
+def test_the_plan_fits_ninety_minutes_with_slack_and_names_what_to_skip():
+    assert sum(p.minutes for p in workshop.PLAN) + workshop.slack_minutes() == workshop.WORKSHOP_MINUTES == 90
+    assert workshop.slack_minutes() >= 10
+    assert all(p.skip_when_late for p in workshop.PLAN)
+    lessons = [p.where[:2] for p in workshop.PLAN]
+    assert lessons == list(workshop.LESSON_ORDER)  # the plan follows the teaching order
+
+
+def test_the_glossary_defines_the_terms_the_notebooks_used_undefined():
+    for term in ("twin", "static cache", "inductor", "LNC", "NEFF", "GGUF", "dynamo", "graph break", "judge",
+                 "seed columns"):
+        assert term in workshop.GLOSSARY, term
+
+
+def test_a_fake_neuron_device_is_detected_and_a_trn2_cell_skips_saying_why(fake_neuron_device, capsys):
+    assert neuron_device_present() and detect_backend() == "neuron"
+    assert not workshop.trn2_cell(False, "Qwen/Qwen3-30B-A3B over 4 NeuronCores", weight_bytes=61_000_000_000)
+    line = capsys.readouterr().out
+    assert line.startswith("skipped: RUN_ON_TRN2 is False") and "61.0 GB, about 20 min at an assumed 50 MB/s" in line
+    assert not workshop.trn2_cell(True, "a model")  # asked for, but this machine has no torch-neuronx
+    assert "torch-neuronx is not installed" in capsys.readouterr().out
+
+
+def test_without_a_device_a_trn2_cell_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(DEVICE_DIR_ENV, str(tmp_path))
+    assert not neuron_device_present()
+    assert not workshop.trn2_cell(True, "a model")
+    assert capsys.readouterr().out.startswith("skipped: no neuron device here")
+
+
+def test_fetch_from_hub_off_turns_this_process_and_its_children_offline(monkeypatch, capsys):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(network, "_decided", {})
+    workshop.begin(False)
+    assert network.offline_requested() and not network.hub_reachable()
+    assert "FETCH_FROM_HUB is False" in capsys.readouterr().out
+
+
+def test_a_trn2_reading_the_inductor_catalog_gets_the_newest_pair_and_is_told(fake_neuron_device):
+    catalog = load_results(str(ROOT / "catalog"))
+    rows, pair, line = current_or_newest(catalog, backend=get_backend("neuron"))
+    assert len(rows) and line.startswith("no rows for this environment's pair") and "the newest pair" in line
+    here, _, here_line = current_or_newest(catalog, backend=get_backend("cpu"))
+    assert len(here) and here_line.startswith("this environment's pair")
+
+
+def test_the_self_check_says_missing_wrong_with_a_hint_and_right(capsys):
+    right = exercises.EXERCISES[("04", 1)].expected()
+    assert check_answer("04", 1, None).startswith(NOT_ANSWERED)
+    wrong = check_answer("04", 1, {**right, "b": "mismatch"})
+    assert wrong.startswith(NOT_YET) and "'b'" in wrong and "near_tie" not in wrong  # a hint, not the answer
+    assert check_answer("04", 1, {k: v for k, v in right.items() if k != "margin"}).startswith(NOT_YET)
+    assert check_answer("04", 1, right).startswith(RIGHT)
+    print("\n".join(capsys.readouterr().out.splitlines()))  # what an attendee sees, in the test log
+
+
+def test_every_exercise_has_a_hint_per_key_and_an_answer_from_the_catalog():
+    for (lesson, number), exercise in exercises.EXERCISES.items():
+        expected = exercise.expected()
+        assert expected and set(expected) <= set(exercise.hints), (lesson, number)
+    assert exercises.your_model("BAAI/bge-m3") == {"architecture": "xlm-roberta", "twin_result": "PASS"}
