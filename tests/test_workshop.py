@@ -1,9 +1,11 @@
 """The workshop (neuronhelpers.ui.workshop, ui/exercises.py): the start page is written from the package, the plan
-fits 90 minutes with slack, the glossary defines the terms the issue found undefined, the trn2 and Hub guards skip
-with a reason on a machine with a (fake) neuron device, a trn2 reading the inductor catalog gets the newest pair and
-is told so, and the self-check says right, not yet (with a hint, never the answer) or not answered yet."""
+fits 90 minutes with slack, the glossary defines the terms the issue found undefined and each lesson defines a term
+where it is first used, the trn2 and Hub guards skip with a reason on a machine with a (fake) neuron device, a trn2
+reading the inductor catalog gets the newest pair and is told so, and the self-check says right, not yet (with a
+hint, never the answer) or not answered yet."""
 
 import json
+import re
 
 import pytest
 
@@ -97,3 +99,40 @@ def test_every_exercise_has_a_hint_per_key_and_an_answer_from_the_catalog():
         expected = exercise.expected()
         assert expected and set(expected) <= set(exercise.hints), (lesson, number)
     assert exercises.your_model("BAAI/bge-m3") == {"architecture": "xlm-roberta", "twin_result": "PASS"}
+
+
+def mentions(term: str, text: str) -> bool:
+    """The term as a whole word, any case, plural too; its spaces and underscores match a space, "_" or "-"."""
+    words = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[\s_]+", term))
+    return re.search(rf"(?<!\w){words}(?:e?s)?(?!\w)", text, re.IGNORECASE) is not None
+
+
+def test_each_glossary_term_is_defined_in_the_first_lesson_that_uses_it():
+    markdown = {path.stem[:2]: "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                                         if c["cell_type"] == "markdown")
+                for path in workshop.lesson_paths()}
+    terms = {t.strip() for key in workshop.GLOSSARY if key != "row" for t in key.split(" / ")}
+    assert set(workshop.DEFINED_IN) == terms
+    lessons = workshop.LESSON_ORDER[1:]
+    for term, lesson in workshop.DEFINED_IN.items():
+        assert mentions(term, markdown[lesson]), f"{term!r} is not used in {lesson}'s Markdown"
+        earlier = [n for n in lessons[:lessons.index(lesson)] if mentions(term, markdown[n])]
+        assert not earlier, f"{term!r} is used in {earlier} before {lesson}, where it is defined"
+
+
+def test_every_setup_command_of_the_start_page_runs_as_written_from_the_repository_root():
+    """make targets exist; .venv/bin commands are the console scripts pyproject.toml installs."""
+    import tomllib
+
+    targets = set(re.findall(r"^([a-z][a-z-]*):", (ROOT / "Makefile").read_text(), re.M))
+    scripts = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"])
+    for line in workshop.SETUP.splitlines():
+        command = line.split("#", 1)[0].split()
+        if not command:
+            continue
+        if command[0] == "make":
+            assert command[1] in targets, line
+        elif command[0].startswith(".venv/bin/"):
+            assert command[0].removeprefix(".venv/bin/") in scripts, line
+        else:
+            assert command[0] == "export" and "=" in command[1], line

@@ -13,6 +13,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuronhelpers.core.vocab import EXACT, EXCLUDED, NEAR_TIE, UNTESTED
+
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 START_PAGE = "00_start_here"
 
@@ -118,6 +120,16 @@ GLOSSARY = {
             "folder",
     "UNTESTED / EXCLUDED": "no verdict could be reached here (no twin, a missing package, a dead node) / "
                            "deliberately not run",
+}
+# Where each glossary term is first used and defined in the lessons' Markdown (the combined keys split; "row" is not).
+DEFINED_IN = {
+    "twin": "01", "shelf": "01", "trn2": "01", "inductor": "01", "run.py": "01", "catalog": "01", "version pair": "01",
+    "seed columns": "01", "TP": "01", EXCLUDED: "01", UNTESTED: "01", "cause": "01",
+    "NeuronCore": "02", "LNC": "02", "NEFF": "02", "compile cache": "02", "static cache": "02", "reference": "02",
+    EXACT: "02", NEAR_TIE: "02", "evidence": "02", "GGUF": "02", "dynamo": "02", "recompile": "02",
+    "judge": "04", "Selected list": "04",
+    "rank": "03", "EP": "03",
+    "graph break": "06", "gate": "06",
 }
 
 SETUP = """# the day before, with the network (each machine, or one trn2 per pair):
