@@ -71,8 +71,8 @@ def test_heads_not_divisible_by_the_needed_count_is_excluded_with_the_numbers():
     config = transformers.LlamaConfig(num_attention_heads=20, num_key_value_heads=20, hidden_size=1280)
     plan = plan_cores(config, int(50e9), dtype="bfloat16", core_memory=TRN2_CORE)  # needs 5 -> 8 and 16: 20 heads
     assert plan.cores is None
-    assert plan.excluded == ("incompatible: needs 5+ cores but TP over 16: 20 attention heads / 20 key-value heads "
-                             "are not divisible by 16")
+    assert plan.excluded == ("incompatible: needs 5+ cores but TP over 16: 20 attention heads and 20 key-value "
+                             "heads are not divisible by 16")
 
 
 def test_the_cpu_budget_is_configurable(monkeypatch):

@@ -42,6 +42,8 @@ def test_the_plan_fits_ninety_minutes_with_slack_and_names_what_to_skip():
     assert sum(p.minutes for p in workshop.PLAN) + workshop.slack_minutes() == workshop.WORKSHOP_MINUTES == 90
     assert workshop.slack_minutes() >= 10
     assert all(p.skip_when_late for p in workshop.PLAN)
+    for part in workshop.PLAN:  # the cells and the in-class exercise leave at least 3 minutes to explain
+        assert part.minutes - part.exercise_min - (part.run_s or 0) / 60 >= 3, part.where
     lessons = [p.where[:2] for p in workshop.PLAN]
     assert lessons == list(workshop.LESSON_ORDER)  # the plan follows the teaching order
 
@@ -86,12 +88,16 @@ def test_a_trn2_reading_the_inductor_catalog_gets_the_newest_pair_and_is_told(fa
 
 def test_the_self_check_says_missing_wrong_with_a_hint_and_right(capsys):
     right = exercises.EXERCISES[("04", 1)].expected()
-    assert check_answer("04", 1, None).startswith(NOT_ANSWERED)
-    wrong = check_answer("04", 1, {**right, "b": "mismatch"})
+    lines = [check_answer("04", 1, None), check_answer("04", 1, {**right, "b": "mismatch"}),
+             check_answer("04", 1, {k: v for k, v in right.items() if k != "margin"}), check_answer("04", 1, right)]
+    missing, wrong, incomplete, good = lines
+    assert missing.startswith(NOT_ANSWERED) and good.startswith(RIGHT)
     assert wrong.startswith(NOT_YET) and "'b'" in wrong and "near_tie" not in wrong  # a hint, not the answer
-    assert check_answer("04", 1, {k: v for k, v in right.items() if k != "margin"}).startswith(NOT_YET)
-    assert check_answer("04", 1, right).startswith(RIGHT)
-    print("\n".join(capsys.readouterr().out.splitlines()))  # what an attendee sees, in the test log
+    assert incomplete.startswith(NOT_YET) and "'margin'" in incomplete
+    assert capsys.readouterr().out == ""  # nothing printed: a notebook shows the returned line once, as the output
+    wrong._ipython_display_()
+    assert capsys.readouterr().out == wrong + "\n"
+    print("\n".join(lines))  # what an attendee sees, in the test log
 
 
 def test_every_exercise_has_a_hint_per_key_and_an_answer_from_the_catalog():

@@ -231,9 +231,10 @@ def splits(config, cores: int) -> tuple[str | None, str]:
     heads = text.num_attention_heads
     kv_heads = getattr(text, "num_key_value_heads", None) or heads
     if has_tp:
-        if heads % cores or kv_heads % cores:
-            return None, (f"TP over {cores}: {heads} attention heads / {kv_heads} key-value heads are not "
-                          f"divisible by {cores}")
+        if heads % cores or kv_heads % cores:  # a rank holds whole heads: say which count does not divide
+            uneven = [f"{n} {name}" for n, name in ((heads, "attention heads"), (kv_heads, "key-value heads"))
+                      if n % cores]
+            return None, f"TP over {cores}: {' and '.join(uneven)} are not divisible by {cores}"
         if experts:
             if experts % cores:
                 return None, f"TP+EP over {cores}: {experts} experts are not divisible by {cores}"

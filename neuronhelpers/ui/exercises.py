@@ -117,7 +117,7 @@ def _what_each_rank_holds() -> dict:
     from neuronhelpers.models.resolve import resolve_model
     from neuronhelpers.plan.cores import per_rank_layout, plan_model
 
-    ref = resolve_model("tiny/qwen3_moe")
+    ref = resolve_model("tiny/mixtral")
     twin = plan_model(ref, get_backend("cpu"), cores=2)
     twin_layout = per_rank_layout(transformers.AutoConfig.from_pretrained(ref.path), twin.cores, twin.parallelism)
     real = _real_plan()
@@ -186,18 +186,18 @@ def _biggest_blocker() -> dict:
     catalog = _catalog()
     newest, _ = select_pair(catalog[catalog.twin_of.notna()], "newest")
     top = rank_causes(newest).iloc[0]
-    return {"cause": top.cause, "stage": top.stage, "architectures": int(top["count"])}
+    return {"cause": top.cause, "stage": top.stage, "count": int(top["count"])}
 
 
 def _flag_misleads() -> dict:
     from neuronhelpers.analysis.declared import declared_vs_measured
-    from neuronhelpers.store.dataset import current_or_newest
+    from neuronhelpers.store.dataset import current_or_newest, newest_per_model
 
     rows, _pair, _line = current_or_newest(_catalog())
     declared = declared_vs_measured(rows)
     wrong = declared[declared.disagree & declared.declared.eq(True)]
-    by_cause = wrong.merge(rows[["model_type", "cause"]].dropna(), on="model_type", how="left") \
-        .drop_duplicates("model_type")
+    causes = newest_per_model(rows)[["model_type", "task", "cause"]]
+    by_cause = wrong.merge(causes, on=["model_type", "task"], how="left")
     counts = by_cause.cause.value_counts()
     return {"declared_true_fail": len(wrong), "top_cause": counts.index[0], "top_count": int(counts.iloc[0])}
 
@@ -226,7 +226,8 @@ EXERCISES = {
                          UNTESTED: "rows without a verdict are twins that could not be built here: count them too"}),
     ("01", 2): Exercise(f"the classic query on {CLASSIC_EXERCISE_MODEL}: its result per pair, and the stage of its "
                         "UNTESTED row", _one_model_across_pairs,
-                        {"results": "one entry per 'COMPILER_VERSION,LIBRARY_VERSION' (the newest row of each pair)",
+                        {"results": "one entry per pair, keyed like '2.13.0,5.23.0' (the compiler version first, a "
+                                    "comma, no space), its newest row's result",
                          "untested_stage": "the UNTESTED row's `stage` column says why there is no verdict"}),
     ("02", 1): Exercise(f"the first 8 token ids `python3 run.py` printed for {TERMINAL_MODEL} in a terminal",
                         _terminal_tokens,
@@ -234,11 +235,11 @@ EXERCISES = {
     ("02", 2): Exercise("tiny/gemma2's FAIL read from its row: result, stage and cause", _read_a_fail,
                         {"result": "the row's `result`", "stage": "the row's `stage`: where it stopped",
                          "cause": "the row's `cause` column, copied whole"}),
-    ("03", 1): Exercise("heads, key/value heads and experts per rank: the twin over 2 cores, Qwen3-30B-A3B over "
+    ("03", 1): Exercise("heads, key/value heads and experts per rank: tiny/mixtral over 2 cores, Qwen3-30B-A3B over "
                         "the planner's cores", _what_each_rank_holds,
                         {"twin_heads_per_rank": "the twin's num_attention_heads divided by its 2 ranks",
                          "twin_kv_heads_per_rank": "num_key_value_heads over 2 ranks",
-                         "twin_experts_per_rank": "num_experts over 2 ranks (EP)",
+                         "twin_experts_per_rank": "num_local_experts over 2 ranks (EP)",
                          "real_heads_per_rank": "32 heads over real_plan.cores",
                          "real_kv_heads_per_rank": "4 key/value heads over real_plan.cores",
                          "real_experts_per_rank": "128 experts over real_plan.cores"}),
@@ -249,7 +250,8 @@ EXERCISES = {
                                         "the planner's own choice (fewer cores cannot hold 61 GB)"}),
     ("04", 1): Exercise("exact, near_tie or mismatch for (a), (b), (c), and the margin at the first divergence",
                         _exact_near_tie_or_mismatch,
-                        {"a": "every token equal", "b": "compare the margin with bfloat16's NEAR_TIE_MARGIN",
+                        {"a": "one of exact, near_tie or mismatch: every token equal",
+                         "b": "compare the margin with bfloat16's NEAR_TIE_MARGIN",
                          "c": "compare the margin with float16's NEAR_TIE_MARGIN",
                          "margin": "the reference's top-1 minus top-2 logit where the tokens first differ, 3 places"}),
     ("04", 2): Exercise("the evidence of the real gemma-3-270m's FAIL and of its twin's", _what_a_fail_stands_on,
@@ -262,24 +264,26 @@ EXERCISES = {
                                      "the kinds in VERDICT_CHANGES"}),
     ("06", 1): Exercise("the cause that blocks the most architectures in the newest pair", _biggest_blocker,
                         {"cause": "causes.iloc[0].cause", "stage": "the same row's stage",
-                         "architectures": "its `count`, as an int"}),
+                         "count": "its `count` column (how many architectures), as an int"}),
     ("06", 2): Exercise("architectures that declare fullgraph and FAIL: how many, their top cause and its count",
                         _flag_misleads,
                         {"declared_true_fail": "rows of `declared` with declared True and disagree True",
-                         "top_cause": "join them to current_rows on model_type and count the causes",
+                         "top_cause": "join them to current_rows' newest rows on model_type and task, count the causes",
                          "top_count": "how many of them have that cause"}),
 }
 
 
 def check_answer(lesson: str, number: int, answer, *, model_id: str | None = None) -> str:
-    """Check an exercise's answer: prints and returns "not answered yet", "right", or "not yet: <hint>" (never the
-    right answer). ``model_id``: the model of a bring-your-own-model exercise (06, 3)."""
+    """Check an exercise's answer: "not answered yet", "right", or "not yet: <hint>" (never the right answer), a line
+    a notebook shows as the cell's output. ``model_id``: the model of a bring-your-own-model exercise (06, 3)."""
     if answer is None:
         return _say(NOT_ANSWERED + ": write your answer into the exercise's variable, then run this cell again")
     if (lesson, number) == ("06", 3):
         exercise = Exercise("your own model: its architecture and its twin's result", lambda: your_model(model_id),
-                            {"architecture": "known_architectures() offline, the Hub's config online",
-                             "twin_result": "the catalog's row whose twin_of is that architecture"})
+                            {"architecture": "known_architectures() offline, the Hub's config online (None when "
+                                         "neither knows the model)",
+                             "twin_result": "the twin row whose twin_of is that architecture and whose task is the "
+                                            "model's (None when there is none)"})
     else:
         exercise = EXERCISES.get((str(lesson), int(number)))
         if exercise is None:
@@ -317,6 +321,12 @@ def _same(given, expected) -> bool:
     return given == expected
 
 
+class CheckLine(str):
+    """The self-check's line: shown once as a notebook cell's output (not printed and then echoed as a value)."""
+
+    def _ipython_display_(self):
+        print(self)
+
+
 def _say(line: str) -> str:
-    print(line)
-    return line
+    return CheckLine(line)

@@ -32,32 +32,36 @@ ASSUMED_BYTES_PER_S = 50e6
 
 @dataclass(frozen=True)
 class Part:
-    """One part of the day: its minutes, the notebook (or the terminal), what is done live, the in-class exercise,
-    the notebook's measured CPU time for Run All, and what to skip when running late."""
+    """One part of the day: its minutes, the notebook (or the terminal), what is done live, the in-class exercise and
+    its minutes, the notebook's measured CPU time for Run All, and what to skip when running late."""
 
     minutes: int
     where: str
     live: str
     in_class: str
+    exercise_min: int  # a human attendee's time for the in-class exercise: estimated (see EXERCISE_MINUTES_SOURCE)
     run_s: int | None  # the cells' own time on 2 CPU cores, twins cached (tests/test_notebooks.py's executed copies)
     skip_when_late: str
 
 
+EXERCISE_MINUTES_SOURCE = ("the upper end of a tester session's estimate for a human attendee, from its own "
+                           "run-through of every exercise working from the notebook alone (no person has timed them "
+                           "yet)")
 PLAN = (
-    Part(5, "00 start here", "this page: the plan, the glossary; `.venv/bin/neuronhelpers doctor` in a terminal", "",
-         None, "the glossary (it stays open in a tab)"),
-    Part(12, "01 explore", "the classic query, the explorer (click a model: its `run.py`), the plots",
-         "Ex 1 (vision-language counts)", 77, "the damaged-file section and Ex 2 (homework)"),
-    Part(20, "02 single model", "the plan, `run.py` read top-down, a verified row, the warm cache",
-         "Ex 1 in a terminal: `python3 run.py`", 171, "the embedding and diffusion cells, Ex 2 (homework)"),
-    Part(14, "04 validation", "exact vs near-tie, the judge, one broken run per failure stage, UNTESTED vs EXCLUDED",
-         "Ex 1 (exact, near_tie or mismatch)", 37, "the margin plot and Ex 2 (homework)"),
-    Part(12, "03 sharded", "cores chosen from memory, what each rank holds, a TP and an EP run",
-         "Ex 1 (what each rank holds; planning only)", 59, "the gated-model cells and Ex 2 (homework)"),
-    Part(10, "06 catalog", "verdicts per pair, root causes, declared vs measured",
-         "Ex 3 (your own model)", 41, "releases side by side, Ex 1 and 2 (homework)"),
-    Part(5, "05 publishing", "the diff and the gate (the push and Ray cells are for release managers)", "",
-         None, "all of it: read it at home"),
+    Part(4, "00 start here", "this page: the plan, the glossary; `.venv/bin/neuronhelpers doctor` in a terminal", "",
+         0, None, "the glossary (it stays open in a tab)"),
+    Part(14, "01 explore", "the classic query, the explorer (click a model: its `run.py`), the plots",
+         "Ex 1 (vision-language counts)", 8, 77, "the damaged-file section and Ex 2 (homework)"),
+    Part(18, "02 single model", "the plan, `run.py` read top-down, a verified row, the warm cache",
+         "Ex 1 in a terminal: `python3 run.py`", 6, 171, "the embedding and diffusion cells, Ex 2 (homework)"),
+    Part(16, "04 validation", "exact vs near-tie, the judge, one broken run per failure stage, UNTESTED vs EXCLUDED",
+         "Ex 1 (exact, near_tie or mismatch)", 10, 37, "the margin plot and Ex 2 (homework)"),
+    Part(10, "03 sharded", "cores chosen from memory, what each rank holds, a TP and an EP run",
+         "Ex 1 (what each rank holds; planning only)", 4, 59, "the gated-model cells and Ex 2 (homework)"),
+    Part(14, "06 catalog", "verdicts per pair, root causes, declared vs measured",
+         "Ex 3 (your own model)", 9, 41, "releases side by side, Ex 1 and 2 (homework)"),
+    Part(4, "05 publishing", "the diff and the gate (the push and Ray cells are for release managers)", "",
+         0, 27, "all of it: read it at home"),
 )
 WORKSHOP_MINUTES = 90
 
@@ -161,15 +165,15 @@ def next_lesson(number: str) -> str | None:
 
 def plan_markdown() -> str:
     """The plan as a Markdown table, the minutes running from 0, with the slack left in the 90 minutes."""
-    lines = ["| minutes | notebook | what to do live | in class | Run All on CPU | skip when late |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| minutes | notebook | what to do live | in class | exercise (min) | Run All on CPU | skip when late |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     start = 0
     for part in PLAN:
         run = f"{part.run_s} s" if part.run_s else "-"
         lines.append(f"| {start}-{start + part.minutes} | {part.where} | {part.live} | {part.in_class or '-'} | "
-                     f"{run} | {part.skip_when_late} |")
+                     f"{part.exercise_min or '-'} | {run} | {part.skip_when_late} |")
         start += part.minutes
-    lines.append(f"| {start}-{WORKSHOP_MINUTES} | slack | questions, or what ran late | | | |")
+    lines.append(f"| {start}-{WORKSHOP_MINUTES} | slack | questions, or what ran late | | | | |")
     return "\n".join(lines)
 
 
@@ -215,7 +219,7 @@ def hub_download_bytes(model_id: str) -> int | None:
     return sum(sizes) or None
 
 
-def begin(fetch_from_hub: bool) -> bool:
+def begin(fetch_from_hub: bool) -> None:
     """A lesson's first step: the FETCH_FROM_HUB switch (off, this process and every run.py it starts are offline:
     the shelf and the twins stand in, nothing is downloaded) and the ``%%solution`` cell magic. Prints one line."""
     from neuronhelpers.core.network import go_offline, hub_status_line
@@ -226,7 +230,6 @@ def begin(fetch_from_hub: bool) -> bool:
         print("FETCH_FROM_HUB is False: nothing is downloaded; real models come from the shelf, the rest are twins")
     else:
         print(f"FETCH_FROM_HUB is True: models the shelf lacks are downloaded from the Hub ({hub_status_line()})")
-    return fetch_from_hub
 
 
 def _register_solution_magic() -> None:
@@ -315,8 +318,9 @@ def start_page():
                       "doctor_status = doctor()"),
         new_markdown_cell("## The lessons, in teaching order\n" + lessons_markdown()),
         new_markdown_cell(f"## The plan: {WORKSHOP_MINUTES} minutes\nRun All times are the cells' own on 2 CPU "
-                          "cores with the twins already built (`make demo` builds them); explaining and the "
-                          f"exercises take the rest. {slack_minutes()} minutes are slack.\n\n" + plan_markdown()
+                          "cores with the twins already built (`make demo` builds them); exercise minutes are "
+                          f"{EXERCISE_MINUTES_SOURCE}; explaining takes the rest. {slack_minutes()} minutes are "
+                          "slack.\n\n" + plan_markdown()
                           + "\n\n" + PAIR_VARIANT),
         new_markdown_cell("## Set-up, as typed\n```bash\n" + SETUP + "\n```\nWhere the install broke: "
                           "`build/book/index.html` (from `make book`) shows every lesson as it ran."),
