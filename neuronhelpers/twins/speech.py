@@ -282,27 +282,12 @@ def _untie_output_head(config) -> None:
 
 
 def scale_logits(model) -> None:
-    """Logits LOGIT_SCALE times larger, as a text twin's, so greedy choices are decisive. An output head tied to the
-    input embeddings (Whisper's) is left alone, since scaling it would scale the decoder's inputs too (and the twin
-    would echo its previous token): the decoder's last norm, which feeds the head, is scaled instead."""
+    """Logits LOGIT_SCALE times larger, as a text twin's (text.py), so greedy choices are decisive. The head is the
+    twin's own (``_untie_output_head``), so the decoder's inputs stay as they are."""
     import torch
 
-    head, embeddings = model.get_output_embeddings(), model.get_input_embeddings()
     with torch.no_grad():
-        tied = embeddings is not None and any(p.data_ptr() == head.weight.data_ptr() for p in embeddings.parameters())
-        if not tied:
-            head.weight.mul_(LOGIT_SCALE)
-            return
-        decoder = model.get_decoder() if hasattr(model, "get_decoder") else model
-        # the last norm registered: a pre-norm decoder's final norm, or a post-norm decoder's last layer's
-        norms = [m for m in decoder.modules() if "norm" in type(m).__name__.lower()
-                 and getattr(m, "weight", None) is not None]
-        if not norms:
-            raise ValueError("the output head is tied to the input embeddings and the decoder has no final norm to "
-                             "scale the logits by")
-        norms[-1].weight.mul_(LOGIT_SCALE)
-        if getattr(norms[-1], "bias", None) is not None:
-            norms[-1].bias.mul_(LOGIT_SCALE)
+        model.get_output_embeddings().weight.mul_(LOGIT_SCALE)
 
 
 def _after_shrink(config, fix: SpeechFix, tok):
