@@ -269,8 +269,8 @@ def trn2_cell(run_on_trn2: bool, what: str, *, cores: int | None = None, weight_
         reasons.append("no neuron device here")
     elif importlib.util.find_spec("torch_neuronx") is None:
         reasons.append("torch-neuronx is not installed (a Neuron Deep Learning AMI or container has it)")
-    elif cores and neuron_topology().cores < cores:
-        reasons.append(f"it needs {cores} NeuronCores and this instance has {neuron_topology().describe()}")
+    elif cores and (topology := neuron_topology()).cores < cores:
+        reasons.append(f"it needs {cores} NeuronCores and this instance has {topology.describe()}")
     elif unless:
         reasons.append(unless)
     elif size and not hub_reachable():
