@@ -43,7 +43,7 @@ def test_a_mismatch_the_eager_run_repeats_is_not_blamed_on_the_compiler():
 
 def test_no_verdict_no_evidence_and_every_level_is_explained():
     assert evidence_level({"result": "UNTESTED"}) is None and evidence_level({"result": "EXCLUDED"}) is None
-    assert vocab.PASS_EVIDENCE_ORDER == ["exact", "near_tie", "within_tolerance", "judged"]
+    assert vocab.PASS_EVIDENCE_ORDER == ["exact", "near_tie", "within_tolerance", "judged", "insensitive_check"]
     assert all(vocab.EVIDENCE[level] for level in vocab.EVIDENCE)
 
 

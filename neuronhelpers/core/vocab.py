@@ -119,6 +119,7 @@ EVIDENCE_EXACT = EXACT  # a PASS's level is its verification, where that is a co
 EVIDENCE_NEAR_TIE = NEAR_TIE
 EVIDENCE_WITHIN_TOLERANCE = WITHIN_TOLERANCE
 EVIDENCE_JUDGED = "judged"
+EVIDENCE_INSENSITIVE = "insensitive_check"
 EVIDENCE_EAGER_RAN = "compiled_failed_eager_ran"
 EVIDENCE_EAGER_SAME_TOKENS = "eager_wrote_the_same"
 EVIDENCE_EAGER_FAILED = "eager_failed_too"
@@ -129,6 +130,9 @@ EVIDENCE = {
     EVIDENCE_NEAR_TIE: "PASS: the tokens equal the reference's up to a position where the reference was nearly tied.",
     EVIDENCE_WITHIN_TOLERANCE: "PASS: embeddings or an image within the dtype's tolerance of the CPU reference.",
     EVIDENCE_JUDGED: "PASS: no affordable CPU reference; a judge read the text (the row's `judge`).",
+    EVIDENCE_INSENSITIVE: "PASS, but the check did not catch a deliberate change to the model (`check_sensitive` is "
+    "false): the same model with its middle layer perturbed matched the reference too, so this match proves little "
+    "about the compiled numbers (`verification` still says how the outputs compared).",
     EVIDENCE_EAGER_RAN: "FAIL under the compiler, but the model ran eagerly on the same device: the compiler (or the "
     "model's compile support) is what to fix, not the device.",
     EVIDENCE_EAGER_SAME_TOKENS: "FAIL at mismatch, but the same generate() run eagerly on the device wrote the same "
@@ -140,7 +144,9 @@ EVIDENCE = {
     "device nor the compiler was tried (the row's `error` says why the reference failed).",
 }
 # PASS levels in order, strongest first: a row whose level falls in this list is worth reporting (`diff`).
-PASS_EVIDENCE_ORDER = [EVIDENCE_EXACT, EVIDENCE_NEAR_TIE, EVIDENCE_WITHIN_TOLERANCE, EVIDENCE_JUDGED]
+PASS_EVIDENCE_ORDER = [EVIDENCE_EXACT, EVIDENCE_NEAR_TIE, EVIDENCE_WITHIN_TOLERANCE, EVIDENCE_JUDGED,
+                       EVIDENCE_INSENSITIVE]
+
 
 # How a model's weights were spread over cores: the row's `parallelism`.
 NO_PARALLELISM = "none"
@@ -202,6 +208,19 @@ LIBRARY_FOR_TASK = {TEXT_GENERATION: TRANSFORMERS, IMAGE_TEXT_TO_TEXT: TRANSFORM
 # the runner-up when the two are closer than the numeric noise of that dtype.
 NEAR_TIE_MARGIN = {"float32": 1e-3, "bfloat16": 0.25, "float16": 0.05}
 NEAR_TIE_TOP_K = 5
+
+# Can the check fail? The measuring runs the model once more, eagerly, with every weight of one block in the middle
+# of the model (the middle block of its largest stack of repeated blocks: a decoder layer, an encoder layer, a
+# denoiser block) shifted by Gaussian noise of this size relative to that weight's mean absolute value, and checks
+# the output against the unperturbed CPU reference with the run's own rule. The row's `check_sensitive` says
+# whether the check caught it (null where no eager run is made: sharded, above the eager bound, or a failed run).
+PERTURBATION_SIZE = {TRANSFORMERS: 0.1, SENTENCE_TRANSFORMERS: 0.1, DIFFUSERS: 0.1}
+CHECK_SENSITIVE = {
+    True: "The check caught a deliberate change: the model with its middle block perturbed wrote "
+    "other output than the reference, so a compiled graph computing numbers that wrong would have failed.",
+    False: "The check did not catch it: the perturbed model's output passed against the reference too. The PASS stands "
+    "for 'compiled and ran', not for correct numbers (evidence `insensitive_check`).",
+}
 
 # Outputs compared as numbers, by dtype: a compiled run may differ from the CPU eager reference by the rounding of
 # its dtype, not by more. Embeddings (sentence-transformers): the largest absolute difference of any component and

@@ -157,6 +157,7 @@ def draw(pipe, params):
               "output_type": "np",
               "use_resolution_binning": False,  # draw at exactly this size (a square native size is its own bin)
               "max_area": size * size,  # flux kontext rescales to this area
+              "_auto_resize": False,  # and would resize its input image to a 1024-pixel preferred resolution
               "num_frames": 1}  # a video pipeline draws the fewest frames it can
     pyramid = accepted.get("pyramid_num_inference_steps_list")
     if pyramid is not None and isinstance(pyramid.default, (list, tuple)):
@@ -178,12 +179,13 @@ def draw(pipe, params):
 
 
 def control_inputs(pipe, accepted, size, seed):
-    """A control pipeline's __call__ requires a control image: a fixed synthetic one, uniform noise from the seed
-    (the same on every device), and for an inpainting one a mask of the image's right half; nothing otherwise."""
+    """A control pipeline's __call__ requires a control image, and an editing pipeline (FLUX Kontext) is used with an
+    input image: a fixed synthetic one, uniform noise from the seed (the same on every device), and for an inpainting
+    one a mask of the image's right half; nothing otherwise."""
     import torch
 
     name = type(pipe).__name__
-    if "Control" not in name:
+    if "Control" not in name and "Kontext" not in name:
         return {}
     generator = torch.Generator("cpu").manual_seed(seed)
     image = torch.rand(1, 3, size, size, generator=generator)

@@ -32,7 +32,7 @@ from neuronhelpers.twins import build
 from neuronhelpers.verdict.classify import classify_failure
 from neuronhelpers.verdict.declared import declared_fullgraph
 from neuronhelpers.verdict.evidence import eager_columns, evidence_level, speedup
-from neuronhelpers.verdict.verify import verify_outputs
+from neuronhelpers.verdict.verify import check_sensitivity, verify_outputs
 
 MEASURING = "neuronhelpers.run.measure"  # the module that runs a rendered run.py with the measuring around it
 
@@ -181,6 +181,7 @@ def _verified_row(planned: PlannedRun, run: _RunFolder, checks: _Checks) -> dict
         row.update(reference.failure)
         return row
     row.update(verify_outputs(planned.params, device.payload, reference.payload))
+    row.update(check_sensitivity(planned.params, device.payload.get("perturbed"), reference.payload))
     return row
 
 

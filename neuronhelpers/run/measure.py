@@ -9,7 +9,8 @@ the rendered run.py as a module (exactly the text the row stores), wraps the fil
   are quick, TIMING_ROUNDS eager calls alternate with compiled ones and each side keeps its best rate: one call on a
   shared machine can lose tenfold to a neighbour). Bounded: never sharded, nor above the parameter bound;
 - dynamo's figures (graph breaks, unique graphs, recompiles and the guards that failed) and the compile cache's
-  counters; sentences per second, seconds per denoising step.
+  counters; sentences per second, seconds per denoising step;
+- whether the check can fail: the outputs once more, eagerly, with the middle block perturbed (run/perturb.py).
 
 ``python -m neuronhelpers.run.measure run.py --eager`` loads the recipe's model on the device and runs it once with
 nothing compiled: after a compiled failure, does the device run it at all? On a sharded run every rank is measured
@@ -27,6 +28,15 @@ import sys
 import time
 
 from neuronhelpers.core import settings, vocab
+from neuronhelpers.run.instruments import (
+    RecompileLog,
+    StepClock,
+    TokenClock,
+    compile_cache_counters,
+    dynamo_figures,
+    dynamo_traced,
+)
+from neuronhelpers.run.perturb import perturbed_outputs
 
 TIMING_ROUNDS = 3  # eager calls alternating with compiled ones, where a call is quick
 QUICK_CALL_S = 2.0
@@ -86,6 +96,7 @@ class _Measuring:
         self.recompiles = RecompileLog()
         self.error = None
         self.eager: dict = {}
+        self.perturbed: dict = {}  # the outputs with the middle block perturbed (run/perturb.py)
         self.calls = 0
         self.original = {name: getattr(module, name) for name in ("device_run", self.call)}
 
@@ -120,10 +131,19 @@ class _Measuring:
                         **({"eager": self.eager} if self.eager else {})}
             result.update(compile_cache=compile_cache_counters(backend), retraced=dynamo_traced(),
                           torch=_version("torch"), **{params["library"].replace("-", "_"): _version(params["library"])})
+            if self.perturbed:
+                result["perturbed"] = self.perturbed
         return result
 
     def add_figures(self, result: dict) -> None:
         """The library's own figures of a run that succeeded."""
+
+    def perturbed_run(self, root, parameters: int, call) -> None:
+        """``call()`` once more, eagerly, with the middle block of ``root`` perturbed (run/perturb.py): within the eager
+        bounds, like every eager call on the device."""
+        why = eager_not_tried(self.params, self.sharded, parameters)
+        size = vocab.PERTURBATION_SIZE[self.params.get("library", vocab.TRANSFORMERS)]
+        self.perturbed = {"not_measured": why} if why else perturbed_outputs(root, size, call)
 
     def eager_before_compiling(self, parameters: int, call, figure) -> None:
         """The model as loaded, run eagerly on the device twice (the second timed, as the compiled one is); kept for
@@ -161,6 +181,9 @@ class _TransformersMeasuring(_Measuring):
         eager = self.eager_comparison(model, inputs, kwargs, result["tokens"], clock.figures(), timings["generate_s"])
         timings.update(eager.pop("compiled_best", {}))  # the compiled rate as measured beside the eager one
         result.update(eager=eager, declared_fullgraph=getattr(type(model), "_can_compile_fullgraph", None))
+        generate = self.original["generate"]
+        self.perturbed_run(model, sum(p.numel() for p in model.parameters()), lambda: {"tokens": new_tokens(
+            self.module, model, generate(model, inputs, {**kwargs, "disable_compile": True}), inputs)})
 
     def eager_comparison(self, model, inputs, kwargs, compiled_tokens, compiled_figures, compiled_s):
         """The same generate() with the same static cache, eagerly, right after the warm compiled call."""
@@ -203,8 +226,10 @@ class _EncodeMeasuring(_Measuring):
 
         def measured_compile(model, backend):
             encode, sentences = self.original["encode"], len(self.params["prompt"])
-            self.eager_before_compiling(sum(p.numel() for p in model.parameters()), lambda: encode(model, self.params),
+            parameters = sum(p.numel() for p in model.parameters())
+            self.eager_before_compiling(parameters, lambda: encode(model, self.params),
                                         lambda seconds: ("eager_items_per_s", sentences / seconds))
+            self.perturbed_run(model, parameters, lambda: {"embeddings": encode(model, self.params).tolist()})
             return compile_transformer(model, backend)
 
         self.module.compile_transformer = measured_compile
@@ -228,10 +253,12 @@ class _PipelineMeasuring(_Measuring):
             draw = self.original["draw"]
             self.eager_before_compiling(_pipeline_parameters(pipe), lambda: draw(pipe, self.params),
                                         lambda seconds: ("eager_image_s", seconds))
-            names = compile_pipeline(pipe, backend)
             # a run.py rendered before pipelines had stages names plain attributes (unet, vae)
             resolve = getattr(self.module, "resolve", getattr)
             main = self.module.denoiser_name(pipe)  # a wrapper, so the hook stays outside the compiled graph
+            self.perturbed_run(resolve(pipe, main), _pipeline_parameters(pipe),
+                               lambda: self.module.image_payload(draw(pipe, self.params)))
+            names = compile_pipeline(pipe, backend)
             resolve(pipe, main).register_forward_pre_hook(self.clock.denoiser_called)
             path = self.module.image_decoder(pipe) if hasattr(self.module, "image_decoder") else "vae"
             if path is not None:  # a pixel-space pipeline has no decoder: the image is done when draw returns
@@ -294,138 +321,6 @@ def new_tokens(module, model, output, inputs):
     return module.generated_tokens(model, output, inputs["input_ids"].shape[1])
 
 
-class TokenClock:
-    """A generate() streamer that timestamps each new token: time to first token and decode rate."""
-
-    def __init__(self):
-        self.start = time.perf_counter()
-        self.stamps: list[float] = []
-        self.prompt_seen = False
-
-    def put(self, value):
-        if not self.prompt_seen:  # generate() first hands the streamer the prompt
-            self.prompt_seen = True
-            return
-        self.stamps.append(time.perf_counter())
-
-    def end(self):
-        pass
-
-    def figures(self) -> dict:
-        out = {}
-        if self.stamps:
-            out["ttft_s"] = self.stamps[0] - self.start
-            if len(self.stamps) > 1:
-                out["decode_tokens_per_s"] = (len(self.stamps) - 1) / (self.stamps[-1] - self.stamps[0])
-        return out
-
-
-class StepClock:
-    """Stamps each denoiser call and the start of decoding: seconds per denoising step, whatever the pipeline."""
-
-    def __init__(self, device):
-        self.device = str(device)
-        self.reset()
-
-    def reset(self):
-        self.calls, self.decoded = [], None
-
-    def denoiser_called(self, module, args):
-        self.calls.append(time.perf_counter())
-
-    def decode_called(self):
-        if self.decoded is None:
-            _synchronize(self.device)  # the steps queued on an accelerator have finished
-            self.decoded = time.perf_counter()
-
-    def step_s(self, steps):
-        return (self.decoded - self.calls[0]) / steps
-
-
-class RecompileLog:
-    """Collects dynamo's recompilation reasons (the guard that failed), so a run that hits the recompile limit can
-    say which guard kept failing."""
-
-    LOGGER = "torch._dynamo.guards.__recompiles"  # torch's "recompiles" log artifact
-
-    def __init__(self):
-        import logging
-
-        self.reasons: list[str] = []
-        self.handler = logging.Handler()
-        self.handler.emit = lambda record: self.reasons.append(record.getMessage()[:1500])  # the guard comes first
-
-    def __enter__(self):
-        import logging
-
-        import torch
-
-        torch._logging.set_logs(recompiles=True)
-        logging.getLogger(self.LOGGER).addHandler(self.handler)
-        return self
-
-    def __exit__(self, *exc):
-        import logging
-
-        logging.getLogger(self.LOGGER).removeHandler(self.handler)
-        return False
-
-
-def dynamo_traced() -> bool | None:
-    """Did dynamo trace Python code in this process (False when it compiled nothing)?"""
-    try:
-        from torch._dynamo.utils import counters
-
-        return int(counters["stats"]["unique_graphs"]) > 0
-    except Exception:  # noqa: BLE001 - a torch without these counters
-        return None
-
-
-def dynamo_figures(recompiles: RecompileLog, compile_backend: str, exc: BaseException | None = None) -> dict:
-    """What the compiler saw, from torch's own counters: graph breaks (0 under fullgraph, where a break is an error:
-    then 1), unique graphs compiled, recompilations; on neuron, the ops torch-neuronx ran on the CPU instead."""
-    try:
-        import torch
-        from torch._dynamo.utils import counters
-
-        breaks = sum(int(n) for n in counters["graph_break"].values())
-        if exc is not None and isinstance(exc, getattr(torch._dynamo.exc, "Unsupported", ())):
-            breaks = max(breaks, 1)  # fullgraph=True raises at the first break instead of counting it
-        figures = {"graph_breaks": breaks, "unique_graphs": int(counters["stats"]["unique_graphs"]),
-                   "recompiles": len(recompiles.reasons)}
-    except Exception:  # noqa: BLE001 - a torch without these counters: the row leaves them empty
-        return {}
-    if compile_backend == "neuron":
-        try:
-            import torch_neuronx
-
-            figures["fallback_ops"] = sorted(str(op) for op in torch_neuronx.get_fallback_ops())
-        except Exception:  # noqa: BLE001 - a release without get_fallback_ops: not recorded rather than guessed
-            pass
-    return figures
-
-
-def compile_cache_counters(compile_backend: str) -> dict | None:
-    """This process's compile-cache hits and misses from the compiler's own counters: inductor's FX-graph cache, or
-    torch-neuronx's persistent NEFF cache (counted when TORCH_NEURONX_METRICS_ENABLED=1, which run.py sets on neuron).
-    None where no counter can be read: the harness then compares the cache folder before and after."""
-    try:
-        if compile_backend == "neuron":
-            from torch_neuronx import metrics
-
-            hits = metrics.get_counter_value("CompilationCache.PersistentHits")
-            misses = metrics.get_counter_value("CompilationCache.PersistentMisses")
-            return None if hits is None and misses is None else {"hits": int(hits or 0), "misses": int(misses or 0)}
-        if compile_backend != "inductor":
-            return None
-        from torch._dynamo.utils import counters
-
-        inductor = counters["inductor"]
-        return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
-    except Exception:  # noqa: BLE001 - another compiler, or a release without these counters
-        return None
-
-
 def eager_not_tried(params: dict, sharded: bool, parameters: int) -> str | None:
     """Why the eager run beside the compiled one is skipped (its bounds, stated in the card), or None."""
     if sharded:
@@ -468,15 +363,6 @@ def _pipeline_parameters(pipe) -> int:
     import torch
 
     return sum(p.numel() for m in pipe.components.values() if isinstance(m, torch.nn.Module) for p in m.parameters())
-
-
-def _synchronize(device: str) -> None:
-    import torch
-
-    if device.startswith("neuron"):
-        torch.neuron.synchronize()
-    elif device.startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 def _version(library: str) -> str | None:

@@ -103,6 +103,13 @@ _VOCABULARY_SECTIONS = [
     ("Evidence (what a verdict stands on)", "evidence", vocab.EVIDENCE,
      "Strongest first within PASS and within FAIL. `speedup` is compiled over eager, both measured back to back in\n"
      "one run.py process; it is never compared across rows run minutes apart.\n\n", "meaning"),
+    ("Sensitivity (can the check fail?)", "check_sensitive", vocab.CHECK_SENSITIVE,
+     "After the compiled run, the measuring runs the model once more, eagerly, with every weight of the middle\n"
+     "block of its largest stack of repeated blocks (a decoder or encoder layer, a denoiser's block) shifted by\n"
+     "Gaussian noise relative to that weight's mean absolute value, and checks the output against the unperturbed\n"
+     "reference by the run's own rule; `perturbation` names the block and what changed. Null where no eager run is\n"
+     "made (as for Device eager). The noise's size, per library: "
+     + ", ".join(f"{library} {size:.0%}" for library, size in vocab.PERTURBATION_SIZE.items()) + ".\n\n", "meaning"),
     ("Device eager (the model run eagerly on the same device)", "device_eager", vocab.DEVICE_EAGER,
      f"Bounds: no eager run for sharded models, nor above {EAGER_MAX_PARAMETERS / 1e9:g}B parameters (the row says so "
      "in `device_eager`).\n\n", "meaning"),

@@ -92,6 +92,10 @@ COLUMNS = [
     ("speedup", pa.float64(), "compiled over eager, measured back to back in one process: decode tokens per second, "
      "sentences per second, or image time"),
     ("eager_equals_compiled", pa.bool_(), "the eager generate() wrote the same tokens as the compiled one"),
+    ("check_sensitive", pa.bool_(), "the check can fail: the same model with its middle block perturbed, run eagerly, "
+     "did not pass against the reference (see Sensitivity); null where not measured"),
+    ("perturbation", pa.string(), "what was perturbed for `check_sensitive` and what it changed (tokens changed, or "
+     "the largest difference against the tolerance), or why it was not measured"),
     ("graph_breaks", pa.int32(), "graph breaks dynamo counted (0 under fullgraph=True, where a break is an error: 1)"),
     ("unique_graphs", pa.int32(), "graphs dynamo compiled (torch._dynamo.utils.counters)"),
     ("recompiles", pa.int32(), "recompilations dynamo logged (each with a guard that failed)"),

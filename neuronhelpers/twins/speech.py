@@ -1,7 +1,7 @@
 """The writer of automatic-speech-recognition twins: the architecture's own speech-to-text class
-(``AutoModelForSpeechSeq2Seq``) from its shrunk config (shrink.py), random weights from the fixed seed, the output
-head scaled like a text twin's, the trained BPE tokenizer with the family's special tokens (tokenizers.py), the
-family's own feature extractor and processor classes, all saved with ``save_pretrained`` so that
+(``AutoModelForSpeechSeq2Seq``) from its shrunk config (shrink.py), random weights from the fixed seed drawn as a
+text twin's (weights.py: an output head of its own), the trained BPE tokenizer with the family's special tokens
+(tokenizers.py), the family's own feature extractor and processor classes, all saved with ``save_pretrained`` so that
 ``AutoProcessor.from_pretrained`` and ``AutoModelForSpeechSeq2Seq.from_pretrained`` load the folder back.
 
 Which mapped types are speech-to-text at all (``speech_types``) is read from each model class, not from a hand list
@@ -22,8 +22,9 @@ from pathlib import Path
 
 from neuronhelpers.twins.configs import log, walk_configs
 from neuronhelpers.twins.shrink import TEXT_SHRINK, shrunk_config
-from neuronhelpers.twins.specs import LOGIT_SCALE, SEED
+from neuronhelpers.twins.specs import SEED
 from neuronhelpers.twins.text import check_size
+from neuronhelpers.twins.weights import decisive_weights, untie_output_head
 
 # The text table, plus the names speech encoder-decoders give their sizes (encoder and decoder counted apart, the
 # convolutional front end, the text positions). The audio positions keep each architecture's default unless the
@@ -122,7 +123,13 @@ FAMILY_FIXES = {
                            token_ids={"audio_token_id": QWEN3_ASR_TOKENS["audio_token"]},
                            audio_item="".join(QWEN3_ASR_TOKENS.values()), system=""),
     "granite_speech": GRANITE_FIX,
-    "granite_speech_plus": GRANITE_FIX,
+    # the plus variant concatenates chosen encoder layers' outputs with the last one before the projector: the twin
+    # keeps one (its first of two), or it would be granite_speech's twin under another name
+    "granite_speech_plus": SpeechFix(
+        GRANITE_FIX.why + "; the projector reads the last encoder layer concatenated with the first",
+        after={**GRANITE_FIX.after, "encoder_config": {"cat_hidden_layers": [0]}},
+        derived=lambda c: {"projector_config": {"encoder_hidden_size": 2 * c.encoder_config.hidden_dim}},
+        tokens=GRANITE_FIX.tokens, token_ids=GRANITE_FIX.token_ids, audio_item=GRANITE_FIX.audio_item),
     "vibevoice_asr": SpeechFix("its audio tokenizers' seven conv stages are 3 to 8 blocks deep and double 32 filters "
                                "to 2048 (one block each from 2 filters here, the same 3200-sample hop); its template "
                                "puts the clip's duration and the keys to transcribe after the audio",
@@ -260,34 +267,16 @@ def write_speech_twin(spec, folder: Path) -> None:
         config = shrunk_config(spec.model_type, SPEECH_SHRINK, {**fix.config, **spec.overrides}, vocab_size=len(tok),
                                decoder_start_token_id=start, **ids)
     config = _after_shrink(config, fix, tok)
-    _untie_output_head(config)
+    untie_output_head(config)
     _consistent_token_lists(config, len(tok))
     check_size(AutoModelForSpeechSeq2Seq, config)
     torch.manual_seed(SEED)
     model = AutoModelForSpeechSeq2Seq.from_config(config)
-    scale_logits(model)
+    decisive_weights(model, SEED)
     _generation_config(model, tok, spec.model_type, start)
     processor = _processor(extractor_class, processor_class, config, tok, fix)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
-
-
-def _untie_output_head(config) -> None:
-    """The output head gets weights of its own. Tied to random input embeddings, it makes a twin echo its last token
-    32 times (the final hidden state is mostly that token's embedding), a check that proves little: a checkpoint's
-    trained embeddings do not do that, and the head's matmul is the same either way."""
-    for _path, sub, _role in walk_configs(config):
-        if getattr(sub, "tie_word_embeddings", None):
-            sub.tie_word_embeddings = False
-
-
-def scale_logits(model) -> None:
-    """Logits LOGIT_SCALE times larger, as a text twin's (text.py), so greedy choices are decisive. The head is the
-    twin's own (``_untie_output_head``), so the decoder's inputs stay as they are."""
-    import torch
-
-    with torch.no_grad():
-        model.get_output_embeddings().weight.mul_(LOGIT_SCALE)
 
 
 def _after_shrink(config, fix: SpeechFix, tok):

@@ -1,5 +1,6 @@
 """The writer of text-generation twins: the architecture's own causal-LM class from its shrunk config (shrink.py),
-random weights from the fixed seed, the trained BPE tokenizer (tokenizers.py), saved with ``save_pretrained``.
+random weights from the fixed seed drawn so that its tokens depend on the computation (weights.py), the trained BPE
+tokenizer (tokenizers.py), saved with ``save_pretrained``.
 """
 
 from __future__ import annotations
@@ -8,8 +9,9 @@ from pathlib import Path
 
 from neuronhelpers.twins.overrides import reason
 from neuronhelpers.twins.shrink import text_config
-from neuronhelpers.twins.specs import LOGIT_SCALE, MAX_TWIN_PARAMETERS, SEED
+from neuronhelpers.twins.specs import MAX_TWIN_PARAMETERS, SEED
 from neuronhelpers.twins.tokenizers import text_tokenizer
+from neuronhelpers.twins.weights import decisive_weights, untie_output_head
 
 
 def check_size(auto_class, config) -> None:
@@ -33,11 +35,11 @@ def write_text_twin(spec, folder: Path) -> None:
         raise ValueError(f"not a text generator on its own: {reason(spec.model_type)}")
     tok = text_tokenizer()
     config = text_config(spec.model_type, tok, spec.overrides)
+    untie_output_head(config)
     check_size(AutoModelForCausalLM, config)
     torch.manual_seed(SEED)
     model = AutoModelForCausalLM.from_config(config)
-    with torch.no_grad():
-        model.get_output_embeddings().weight.mul_(LOGIT_SCALE)
+    decisive_weights(model, SEED)
     model.generation_config.pad_token_id = tok.pad_token_id
     model.save_pretrained(folder)
     tok.save_pretrained(folder)

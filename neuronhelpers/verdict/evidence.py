@@ -26,6 +26,8 @@ def eager_word(device_eager) -> str | None:
 def evidence_level(row: dict) -> str | None:
     """The row's level of evidence (None for EXCLUDED and UNTESTED rows: no verdict, no evidence)."""
     if row.get("result") == vocab.PASS:
+        if row.get("check_sensitive") is False:  # the check passed a deliberately perturbed model too
+            return vocab.EVIDENCE_INSENSITIVE
         return _PASS_LEVEL.get(row.get("verification"))
     if row.get("result") == vocab.FAIL:
         word, stage = eager_word(row.get("device_eager")), row.get("stage")

@@ -143,3 +143,25 @@ VERIFIERS = {vocab.TRANSFORMERS: verify_tokens, vocab.SENTENCE_TRANSFORMERS: ver
 
 def verify_outputs(params: dict, payload: dict, reference: dict) -> dict:
     return VERIFIERS[params.get("library", vocab.TRANSFORMERS)](params, payload, reference)
+
+
+def check_sensitivity(params: dict, perturbed: dict | None, reference: dict) -> dict:
+    """Row columns ``check_sensitive`` and ``perturbation``: the outputs the measuring took with the middle block
+    perturbed (run/perturb.py), checked against the unperturbed reference by the run's own rule. Caught (a FAIL) means
+    the check can fail; passed means it proves little. Both null where nothing was measured."""
+    if not perturbed:
+        return {"check_sensitive": None, "perturbation": None}
+    if "not_measured" in perturbed:
+        return {"check_sensitive": None, "perturbation": f"not measured: {perturbed['not_measured']}"[:300]}
+    outcome = verify_outputs(params, perturbed, reference)
+    caught = outcome["result"] == FAIL
+    what = f"{perturbed['layer']} shifted by {perturbed['size']:.0%} noise"
+    if "tokens" in perturbed:
+        changed = sum(a != b for a, b in zip(perturbed["tokens"], reference["tokens"], strict=False))
+        detail = f"{changed} of {len(reference['tokens'])} tokens changed"
+        if not caught and changed:
+            detail += f", the first at a near tie (margin {outcome['divergence_margin']:.3g})"
+    else:
+        largest = outcome.get("max_abs_diff", float("nan"))
+        detail = f"max abs difference {largest:.3g} (tolerance {outcome['tolerance']:g})"
+    return {"check_sensitive": caught, "perturbation": f"{what}: {detail}: {'caught' if caught else 'not caught'}"}

@@ -69,9 +69,27 @@ def write_pipeline_twin(key: str, folder: Path) -> None:
     cls = getattr(diffusers, names[key])
     torch.manual_seed(SEED)
     components = BUILDERS[base]()
+    _live_control_outputs(components)
     pipe = _pipeline(cls, components)
     _check_loadable(pipe)
     pipe.save_pretrained(str(folder))
+
+
+def _live_control_outputs(components: dict) -> None:
+    """A controlnet's output projections are zero-initialised (so training starts from the base model): kept at
+    zero, the control path adds exactly nothing and the check never sees its numbers. Every all-zero weight matrix
+    of a controlnet is drawn at 1/sqrt(fan-in) instead."""
+    import math
+
+    import torch
+
+    with torch.no_grad():
+        for name, component in components.items():
+            if "controlnet" not in name or not isinstance(component, torch.nn.Module):
+                continue
+            for weight in component.parameters():
+                if weight.ndim >= 2 and not weight.any():
+                    weight.normal_(0.0, 1.0 / math.sqrt(weight[0].numel()))
 
 
 def parameter_count(pipe) -> int:

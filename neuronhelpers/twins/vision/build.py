@@ -33,11 +33,12 @@ from neuronhelpers.core.quiet import quiet_libraries
 from neuronhelpers.twins.configs import geometry, sync_vocab
 from neuronhelpers.twins.overrides import override
 from neuronhelpers.twins.shrink import default_config, shrink_config
-from neuronhelpers.twins.specs import LOGIT_SCALE, MAX_TWIN_PARAMETERS, TwinError
+from neuronhelpers.twins.specs import MAX_TWIN_PARAMETERS, SEED, TwinError
 from neuronhelpers.twins.vision.images import build_feature_extractor, build_image_processor, build_video_processor
 from neuronhelpers.twins.vision.probe import ProbeState, make_model, probe
 from neuronhelpers.twins.vision.processors import build_processor, processor_class
 from neuronhelpers.twins.vision.tokens import codebook_tokens, wire_token_ids
+from neuronhelpers.twins.weights import decisive_weights, untie_output_head
 
 __all__ = ["TwinError", "build_vlm_twin", "write_vlm_twin"]
 
@@ -99,6 +100,7 @@ def _assemble(model_type, ov):
     config = default_config(model_type, ov)
     original = geometry(config)  # the default tower's geometry, which the processors' defaults were made for
     config = shrink_config(config, ov)
+    untie_output_head(config)
     parts = _parts(model_type, config, ov, original)
     named: dict[str, str] = dict(ov.tokens)
     extra: list[str] = list(ov.extra_tokens) + (codebook_tokens(config, ov.codebook) if ov.codebook else [])
@@ -115,7 +117,6 @@ def _assemble(model_type, ov):
 
 
 def _build(model_type, folder):
-    import torch
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
     if model_type not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
@@ -133,10 +134,7 @@ def _build(model_type, folder):
         failed.twin_step = "probe"  # the reason reads "probe failed: <the model's error>"
         raise failed
     tok = processor.tokenizer
-    with torch.no_grad():
-        head = model.get_output_embeddings()
-        if head is not None and getattr(head, "weight", None) is not None:
-            head.weight.mul_(LOGIT_SCALE)
+    decisive_weights(model, SEED)
     if getattr(model, "generation_config", None) is not None:
         model.generation_config.pad_token_id = tok.pad_token_id
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,71 @@
+"""The weights of a generating twin (text, vision-language, speech): random, but such that its 32 tokens depend on
+the computation, so that a compiled graph computing wrong numbers writes other tokens.
+
+Two things made a twin's check prove little (measured on main 79de2f6): an output head tied to the input embeddings,
+scaled for decisive logits, scaled the embeddings too, and 49 of 181 PASS twins wrote one token 32 times; and with
+every matrix at the configs' ``initializer_range`` (0.02) the layers add next to nothing to the residual stream, so
+the next token is a function of the current one and a layer changed by 100 % of its weights changed no token
+(tiny/llama). Here:
+
+- the output head is the twin's own (``untie_output_head``, on the config before the model is made);
+- every linear map (``nn.Linear`` and GPT-2's ``Conv1D``) is drawn at 1/sqrt(fan-in), so each layer moves the
+  hidden state about as much as its input does and attention is not uniform; embeddings, norms, biases and
+  the architecture's special parameters (state-space decays, convolutions) keep their own initialisation;
+- the head is drawn the same way and scaled by ``LOGIT_SCALE``, so logits spread by a few units: greedy choices
+  are decisive against float noise (float32's near-tie tolerance is 1e-3, bfloat16's 0.25) yet a wrong layer
+  moves them. On 25 text twins a 10 % change to the middle layer then changed tokens in all 25 (12 of 25 before).
+"""
+
+from __future__ import annotations
+
+import math
+
+from neuronhelpers.twins.configs import walk_configs
+
+# Logits of a fan-in head over a normalised hidden state spread by about 1; this many times wider, the median
+# top-1/top-2 margin of a twin's 32 tokens is about 2 (bfloat16's near-tie tolerance is 0.25).
+LOGIT_SCALE = 8.0
+
+
+def untie_output_head(config) -> None:
+    """Every config in the tree gets an output head of its own (``tie_word_embeddings`` off where it was on)."""
+    for _path, sub, _role in walk_configs(config):
+        if getattr(sub, "tie_word_embeddings", None):
+            sub.tie_word_embeddings = False
+
+
+def decisive_weights(model, seed: int) -> None:
+    """Draw every linear map of ``model`` at 1/sqrt(fan-in) and the output head LOGIT_SCALE times wider (see the
+    module's docstring), from ``seed``. The head must already be the model's own (``untie_output_head``)."""
+    import torch
+    from transformers.pytorch_utils import Conv1D
+
+    head = model.get_output_embeddings()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.Linear):
+                _draw(module.weight, module.weight.shape[1], generator)
+            elif isinstance(module, Conv1D):  # GPT-2's linear map stores its weight as (in, out)
+                _draw(module.weight, module.weight.shape[0], generator)
+        if head is not None and getattr(head, "weight", None) is not None:
+            if _tied(model, head):  # tied by the model's code whatever the config says: give it its own copy
+                head.weight = torch.nn.Parameter(head.weight.detach().clone())
+            _draw(head.weight, head.weight.shape[1], generator)
+            head.weight.mul_(LOGIT_SCALE)
+
+
+def _tied(model, head) -> bool:
+    try:
+        embeddings = model.get_input_embeddings()
+    except (NotImplementedError, AttributeError):  # a model without input embeddings: nothing to be tied to
+        return False
+    weight = getattr(embeddings, "weight", None)
+    return weight is not None and weight.data_ptr() == head.weight.data_ptr()
+
+
+def _draw(weight, fan_in: int, generator) -> None:
+    import torch
+
+    weight.copy_(torch.randn(weight.shape, generator=generator, dtype=torch.float32).to(weight.dtype)
+                 / math.sqrt(max(fan_in, 1)))
