@@ -28,8 +28,10 @@ from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.quiet import quiet_libraries
 from neuronhelpers.core.vocab import (
     AUTOMATIC_SPEECH_RECOGNITION,
+    EXCLUDED,
     FEATURE_EXTRACTION,
     IMAGE_TEXT_TO_TEXT,
+    NO_TWIN_WRITTEN,
     TEXT_GENERATION,
     TEXT_TO_IMAGE,
     UNTESTED_DEPENDENCY,
@@ -66,7 +68,8 @@ BUILD_MEMORY_BYTES = 16 * 2**30  # address space: torch alone maps ~4 GiB, and e
 
 
 class TwinUnavailable(UserError):
-    """No tiny twin of this architecture can be built and run here: the architecture is UNTESTED, not FAILED."""
+    """No tiny twin of this architecture can be built and run here: the architecture is UNTESTED, not FAILED (or
+    EXCLUDED, ``stage`` EXCLUDED, where no builder was written for it: nothing was tried)."""
 
     def __init__(self, spec: TwinSpec, reason: str, cause: str, stage: str = UNTESTED_TWIN):
         super().__init__(f"no tiny twin of '{spec.key}' could be built here: {reason}")
@@ -259,6 +262,8 @@ def _unavailable(spec: TwinSpec, exc: Exception) -> TwinUnavailable:
     if package:
         return TwinUnavailable(spec, f"it needs the package '{package}', which is not installed here ({reason})",
                                f"missing package: {package}", stage=UNTESTED_DEPENDENCY)
+    if isinstance(exc, NotImplementedError):  # no builder was written for it: nothing was tried (vocab.UNTESTED_TWIN)
+        return TwinUnavailable(spec, f"{NO_TWIN_WRITTEN} ({message[:300]})", "no twin written", stage=EXCLUDED)
     step = getattr(exc, "twin_step", "build")
     return TwinUnavailable(spec, f"{step} failed: {reason}",
                            f"twin {step}: {type(exc).__name__}: {normalise(message)[:100]}")

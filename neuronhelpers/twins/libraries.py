@@ -98,31 +98,52 @@ def check_twin_runs(spec, folder: Path) -> None:
 # The twins.
 # ----------------------------------------------------------------------------------------------
 
-def _sentence_transformer(folder: Path, model, tokenizer, pooling: str) -> None:
-    """Save a transformers model and tokenizer, wrap them as a SentenceTransformer (Transformer module, pooling,
-    Normalize) and save that into ``folder``: modules.json, the transformer at the root, the other modules beside."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+# EmbeddingGemma (google/embeddinggemma-300m, a gemma3_text): bidirectional attention, mean pooling, then two Dense
+# layers without bias or activation (768 -> 3072 -> 768) before Normalize, as its model card and modules describe.
+EMBEDDING_GEMMA = "gemma3_text"
 
+
+def _output_width(model, tokenizer) -> int:
+    """The width of the model's last hidden state, read from one forward pass: the pooling's dimension (Reformer's
+    output concatenates its two reversible streams, twice ``hidden_size``)."""
+    import torch
+
+    with torch.no_grad():
+        return int(model(**tokenizer("A robot paints.", return_tensors="pt")).last_hidden_state.shape[-1])
+
+
+def _sentence_transformer(folder: Path, model, tokenizer, pooling: str, dense: tuple[int, ...] = ()) -> None:
+    """Save a transformers model and tokenizer, wrap them as a SentenceTransformer (Transformer module, pooling, the
+    ``dense`` widths as bias-free linear layers, Normalize) and save that into ``folder``: modules.json, the
+    transformer at the root, the other modules beside."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
+
+    width = _output_width(model.eval(), tokenizer)
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        transformer = Transformer(tmp)
-        st = SentenceTransformer(modules=[transformer, Pooling(model.config.hidden_size, pooling), Normalize()],
-                                 device="cpu")
+        modules = [Transformer(tmp), Pooling(width, pooling)]
+        for out in dense:
+            modules.append(Dense(width, out, bias=False, activation_function=torch.nn.Identity()))
+            width = out
+        st = SentenceTransformer(modules=[*modules, Normalize()], device="cpu")
         st.save(str(folder))
 
 
 def _st_model(spec, folder: Path) -> None:
     """A sentence-transformers model around ``spec.model_type``: the architecture's base model (AutoModel) from the
     same generic shrink as the transformers twins, random weights; an encoder with a WordPiece tokenizer and mean
-    pooling, a decoder (EMBEDDING_DECODERS) with a byte-level BPE padding on the left and last-token pooling."""
+    pooling, a decoder (EMBEDDING_DECODERS) with a byte-level BPE padding on the left and last-token pooling, except
+    EmbeddingGemma's gemma3_text (bidirectional, mean pooling, two Dense layers)."""
     from transformers import AutoModel
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
 
     if spec.overrides.get("no_twin"):
         raise ValueError(f"not a sentence encoder on its own: {reason(spec.model_type)}")
     decoder = spec.model_type in EMBEDDING_DECODERS
+    gemma = spec.model_type == EMBEDDING_GEMMA
     tok = qwen_tokenizer(SEQUENCE_LENGTH) if decoder else bert_tokenizer(SEQUENCE_LENGTH)
     token_ids = {"vocab_size": len(tok), "pad_token_id": tok.pad_token_id}
     if decoder:
@@ -134,5 +155,9 @@ def _st_model(spec, folder: Path) -> None:
     base = MODEL_MAPPING_NAMES[spec.model_type]
     if isinstance(base, (list, tuple)):  # AutoModel maps two classes (funnel: full and base): the first, by name
         config.architectures = [base[0]]
+    if gemma:
+        config.use_bidirectional_attention = True
     check_size(AutoModel, config)
-    _sentence_transformer(folder, AutoModel.from_config(config), tok, "lasttoken" if decoder else "mean")
+    pooling = "mean" if gemma or not decoder else "lasttoken"
+    dense = (4 * config.hidden_size, config.hidden_size) if gemma else ()
+    _sentence_transformer(folder, AutoModel.from_config(config), tok, pooling, dense)

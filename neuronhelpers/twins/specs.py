@@ -35,7 +35,8 @@ EMBEDDING_PREFIX, PIPELINE_PREFIX = "st-", "t2i-"
 SPEECH_PREFIX = "asr-"
 # Decoders the Hub's embedding models are built on (last-token pooling, left padding): qwen3 (Qwen3-Embedding, the
 # Selected list's and the rankings snapshot's one decoder), qwen2 (gte-Qwen2), mistral (e5-mistral, SFR-Embedding),
-# gemma3_text (EmbeddingGemma). Every other sentence-transformers twin is an encoder (mean pooling).
+# gemma3_text (EmbeddingGemma, bidirectional with mean pooling: libraries.py). Every other sentence-transformers twin is
+# an encoder (mean pooling).
 EMBEDDING_DECODERS = ("qwen3", "qwen2", "mistral", "gemma3_text")
 
 

@@ -16,6 +16,7 @@ through it.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,8 @@ class SpeechFix:
     system: str | None = None  # the system turn its template opens with when the conversation has none
     pair: tuple = ()  # a composite of any encoder and decoder: the (encoder, decoder) types the twin joins
     no_twin: bool = False  # no twin can be built: ``why`` says why
+    needs: str | None = None  # the package the twin needs first: while it is missing the row is UNTESTED (dependency),
+    # as for every missing package (vocab.UNTESTED_DEPENDENCY), not (twin)
 
 
 NO_FIX = SpeechFix(why="")
@@ -144,7 +147,7 @@ FAMILY_FIXES = {
     "voxtral": SpeechFix("its processor builds the prompt with mistral-common's tokenizer (a tekken.json read by "
                          "MistralCommonBackend), not installed here: mistral-common 1.13 pins numpy<2.4 on Python 3.11 "
                          "and pulls LGPL pycountry and soxr; a twin needs it and a tiny tekken tokenizer",
-                         no_twin=True),
+                         no_twin=True, needs="mistral-common"),
     "speech-encoder-decoder": SpeechFix("a composite of any speech encoder and any text decoder, named by each "
                                         "checkpoint, with no processor of its own: the twin is transformers' own "
                                         "example pair, a wav2vec2 encoder and a BERT decoder, with Wav2Vec2Processor",
@@ -249,6 +252,9 @@ def write_speech_twin(spec, folder: Path) -> None:
     if why_not:
         raise ValueError(f"not speech-to-text: {why_not}")
     fix = FAMILY_FIXES.get(spec.model_type, NO_FIX)
+    if fix.needs and importlib.util.find_spec(fix.needs.replace("-", "_")) is None:
+        raise ImportError(f"{spec.model_type} requires the {fix.needs} library but it was not found in your "
+                          f"environment: {fix.why}")
     if fix.no_twin:
         raise ValueError(f"no twin of '{spec.model_type}': {fix.why}")
     extractor_class, processor_class = _processor_classes(spec.model_type, fix)

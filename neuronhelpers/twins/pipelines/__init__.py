@@ -49,7 +49,7 @@ SHARES = {
 NOT_BUILT = {
     "glm_image": "component 'vision_language_encoder' (GlmImageForConditionalGeneration): no tiny builder yet (an "
                  "autoregressive GLM-Image model that first generates the prior's image tokens, with its own "
-                 "GlmImageProcessor and vision-token vocabulary; not attempted)",
+                 "GlmImageProcessor and vision-token vocabulary)",
 }
 
 

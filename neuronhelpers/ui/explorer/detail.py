@@ -79,7 +79,8 @@ def _run_facts(get, cores) -> dict:
     run = {
         "weights": get("weights"), "revision": get("revision"),
         "verification": get("verification"), "judge": get("judge"),
-        "evidence": get("evidence"), "eager on the device": get("device_eager"),
+        "evidence": get("evidence"), "check can fail": _sensitivity(get("check_sensitive")),
+        "perturbation": get("perturbation"), "eager on the device": get("device_eager"),
         "eager decode": None if eager is None else f"{eager:.1f} tokens/s",
         "speed-up (compiled / eager)": None if speed is None else f"{speed:.2f}x",
         "graph breaks": _count(get("graph_breaks")), "graphs compiled": _count(get("unique_graphs")),
@@ -97,6 +98,14 @@ def _run_facts(get, cores) -> dict:
         "compile cache hit": get("cache_hit"), "retraced": get("retraced"),
     }
     return {k: v for k, v in run.items() if as_text(v)}
+
+
+def _sensitivity(value) -> str | None:
+    """The row's check_sensitive in words (None where it was not measured)."""
+    if is_missing(value):
+        return None
+    return ("yes: a perturbed model failed the same check" if bool(value)
+            else "no: a perturbed model passed it too, so this PASS proves little")
 
 
 def _sdk_facts(get) -> dict:
