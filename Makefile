@@ -94,6 +94,7 @@ bench: install
 	$(PY) bench/bench_cache.py
 	$(PY) bench/bench_sweep.py
 	$(PY) bench/bench_evidence.py
+	$(PY) bench/bench_perturbation.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache test-artifacts .gate-results .venv-transformers-* .venv-torch-*

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import result_row
 
+from conftest import result_row
 from neuronhelpers.core import vocab
 from neuronhelpers.run.perturb import middle_block, perturbed, perturbed_outputs
 from neuronhelpers.store import card, dataset
@@ -120,8 +120,51 @@ def test_an_insensitive_pass_is_never_called_exact_and_the_card_and_detail_say_s
     assert evidence_level({"result": "PASS", "verification": "exact"}) == vocab.EVIDENCE_EXACT  # not measured
     text = card.render_card()
     assert "## Sensitivity (can the check fail?)" in text and "transformers 10%" in text
+    assert "`gpt-sw3` as `gpt2`" in text and "`flux-kontext` uses `flux`'s" in text
     assert "`insensitive_check`" in text
     dataset.append_rows(tmp_path, [result_row("tiny/gpt2", check_sensitive=False, evidence="insensitive_check",
                                               perturbation="h.1 shifted by 10% noise: 0 of 32 tokens changed")])
     html = render_detail_html(explorer.model_detail(dataset.load_results(tmp_path), "tiny/gpt2"))
     assert "a perturbed model passed it too" in html and "0 of 32 tokens changed" in html
+
+
+def _output_fingerprint(row) -> tuple | None:
+    """What a twin's row says it computed: its tokens (generate), or its figures against the reference and under the
+    perturbation (embeddings, images), which two runs share only when they computed the same numbers. None for a row
+    whose check is insensitive: its outputs do not depend on its layers, and the row already says so."""
+    if row["result"] != vocab.PASS or row["check_sensitive"] is False:
+        return None
+    if isinstance(row["tokens"], (list, tuple)) or hasattr(row["tokens"], "tolist"):
+        return (row["task"], tuple(int(t) for t in row["tokens"]))
+    return (row["task"], row["max_abs_diff"], row["psnr_db"], row["min_cosine"], row["perturbation"])
+
+
+def test_no_two_twins_of_the_committed_catalog_computed_the_same_unless_they_share_one():
+    """A variant twin that computed exactly what its base did (granite_speech_plus's 32 tokens, PixArt-Sigma's figures,
+    the controlnets with zero outputs) stands for nothing of its own: each must differ, or be declared a shared twin
+    (twins.pipelines.SHARES, twins.specs.SAME_COMPUTATION, both listed on the card)."""
+    from pathlib import Path
+
+    from packaging.version import Version
+
+    from neuronhelpers.twins.pipelines import SHARES
+    from neuronhelpers.twins.specs import SAME_COMPUTATION
+
+    df = dataset.load_results(Path(__file__).resolve().parents[1] / "catalog")
+    since = df["harness_version"].map(lambda v: isinstance(v, str) and Version(v) >= Version("0.4.0"))
+    rows = dataset.newest_per_model(df[since & df["model_id"].str.startswith("tiny/")],
+                                    ["model_id", "compiler_version", "library_version"])
+    assert len(rows) > 300  # the current pair, swept since the twins' weights were drawn to be sensitive (0.4.0)
+    groups: dict[tuple, list[str]] = {}
+    for _, row in rows.iterrows():
+        fingerprint = _output_fingerprint(row)
+        if fingerprint is not None:
+            key = (row["compiler_version"], row["library_version"], *fingerprint)
+            groups.setdefault(key, []).append(row["model_id"].removeprefix("tiny/"))
+
+    def base(name):
+        key = name.removeprefix("t2i-")
+        return SHARES.get(key, SAME_COMPUTATION.get(key, (key,))[0])
+
+    same = [names for names in groups.values() if len({base(name) for name in names}) > 1]
+    assert not same, f"twins that computed exactly the same without sharing a twin: {same}"

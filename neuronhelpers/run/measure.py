@@ -36,7 +36,7 @@ from neuronhelpers.run.instruments import (
     dynamo_figures,
     dynamo_traced,
 )
-from neuronhelpers.run.perturb import perturbed_outputs
+from neuronhelpers.run.perturb import decoder_or_model, perturbed_outputs
 
 TIMING_ROUNDS = 3  # eager calls alternating with compiled ones, where a call is quick
 QUICK_CALL_S = 2.0
@@ -138,12 +138,12 @@ class _Measuring:
     def add_figures(self, result: dict) -> None:
         """The library's own figures of a run that succeeded."""
 
-    def perturbed_run(self, root, parameters: int, call) -> None:
-        """``call()`` once more, eagerly, with the middle block of ``root`` perturbed (run/perturb.py): within the eager
-        bounds, like every eager call on the device."""
+    def perturbed_run(self, root, parameters: int, call, within=None) -> None:
+        """``call()`` once more, eagerly, with the middle block of ``root`` (or of ``within``, a part of it) perturbed
+        (run/perturb.py): within the eager bounds, like every eager call on the device."""
         why = eager_not_tried(self.params, self.sharded, parameters)
         size = vocab.PERTURBATION_SIZE[self.params.get("library", vocab.TRANSFORMERS)]
-        self.perturbed = {"not_measured": why} if why else perturbed_outputs(root, size, call)
+        self.perturbed = {"not_measured": why} if why else perturbed_outputs(root, size, call, within)
 
     def eager_before_compiling(self, parameters: int, call, figure) -> None:
         """The model as loaded, run eagerly on the device twice (the second timed, as the compiled one is); kept for
@@ -183,7 +183,8 @@ class _TransformersMeasuring(_Measuring):
         result.update(eager=eager, declared_fullgraph=getattr(type(model), "_can_compile_fullgraph", None))
         generate = self.original["generate"]
         self.perturbed_run(model, sum(p.numel() for p in model.parameters()), lambda: {"tokens": new_tokens(
-            self.module, model, generate(model, inputs, {**kwargs, "disable_compile": True}), inputs)})
+            self.module, model, generate(model, inputs, {**kwargs, "disable_compile": True}), inputs)},
+            within=decoder_or_model(model))
 
     def eager_comparison(self, model, inputs, kwargs, compiled_tokens, compiled_figures, compiled_s):
         """The same generate() with the same static cache, eagerly, right after the warm compiled call."""

@@ -7,7 +7,8 @@ would not have matched: a twin that writes one token 32 times matches whatever i
 output to the harness, which checks it against the unperturbed reference with the run's own rule
 (verdict/verify.check_sensitivity). The block is the middle one of the model's largest stack of repeated blocks (the
 ``nn.ModuleList`` holding the most parameters: decoder layers, encoder layers, a denoiser's blocks), so the rule is
-the same for every architecture and library. The noise is drawn on the CPU from a fixed seed: the same change on
+the same for every architecture and library; for generate() the model is its decoder (``decoder_or_model``), the
+part whose compiled step writes the tokens. The noise is drawn on the CPU from a fixed seed: the same change on
 every device.
 """
 
@@ -35,6 +36,24 @@ def middle_block(root) -> tuple[str, object]:
     return (f"{name}.{index}" if name else str(index)), stack[index]
 
 
+def decoder_or_model(model):
+    """Where generate() computes its tokens: the model's decoder (``get_decoder()``: a causal LM's stack, a vision-
+    language model's language model, a speech model's text decoder, the part generate() compiles), where it holds a
+    stack of blocks; else the whole model. The largest stack of a whole vision-language or speech model can be an
+    image-generation decoder or an audio codec that generate() never runs."""
+    import torch
+
+    find = getattr(model, "get_decoder", None)
+    try:
+        decoder = find() if callable(find) else None
+    except (AttributeError, NotImplementedError, TypeError):  # a class without one: the whole model is perturbed
+        decoder = None
+    if isinstance(decoder, torch.nn.Module) and any(
+            isinstance(m, torch.nn.ModuleList) and len(m) for m in decoder.modules()):
+        return decoder
+    return model
+
+
 @contextmanager
 def perturbed(block, size: float, seed: int = PERTURBATION_SEED):
     """Inside the block, every floating-point weight of ``block`` is shifted by noise of ``size`` times its mean
@@ -56,11 +75,15 @@ def perturbed(block, size: float, seed: int = PERTURBATION_SEED):
                 weight.copy_(original)
 
 
-def perturbed_outputs(root, size: float, call) -> dict:
+def perturbed_outputs(root, size: float, call, within=None) -> dict:
     """``call()`` (the library's outputs as its run.py reports them: tokens, embeddings, an image) with the middle
-    block of ``root`` perturbed: {"layer", "size", **outputs}, or {"not_measured": why}."""
+    block of ``within`` (default ``root``, a module inside it) perturbed: {"layer" (its name in ``root``), "size",
+    **outputs}, or {"not_measured": why}."""
     try:
-        layer, block = middle_block(root)
+        layer, block = middle_block(root if within is None else within)
+        if within is not None and within is not root:
+            prefix = next(name for name, module in root.named_modules() if module is within)
+            layer = f"{prefix}.{layer}" if prefix else layer
         with perturbed(block, size):
             outputs = call()
     except Exception as exc:  # noqa: BLE001 - the check's sensitivity is evidence, never the verdict

@@ -52,6 +52,11 @@ verdict (see What the rows ran on): only a Trainium row is a measurement on Trai
 
 
 def _protocol() -> str:
+    from neuronhelpers.twins.pipelines import SHARES
+    from neuronhelpers.twins.specs import SAME_COMPUTATION
+
+    shared = "; ".join(f"`{variant}` uses `{base}`'s" for variant, base in SHARES.items())
+    same = "; ".join(f"`{kind}` as `{base}` ({why})" for kind, (base, why) in SAME_COMPUTATION.items())
     ties = ", ".join(f"{dtype}: {margin:g}" for dtype, margin in vocab.NEAR_TIE_MARGIN.items())
     embedding_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_cosine']:g}"
                                  for dtype, b in vocab.EMBEDDING_TOLERANCE.items())
@@ -82,9 +87,18 @@ at `mismatch`; `tolerance`, `max_abs_diff` and `min_cosine` / `psnr_db` record t
 difference / lowest cosine similarity): {embedding_bounds}. Images, pixels in [0, 1] (max abs difference / lowest
 PSNR): {image_bounds}.
 
+What `generate()` compiles: the decode step, one token at a time against the static cache (`unique_graphs` counts
+the graphs). The prompt's prefill runs eagerly (transformers' `generate()` calls the uncompiled forward for it), and
+with it a vision-language model's image encoder and a speech model's audio encoder: a PASS of those tasks says the
+decoder compiled; their encoders are checked through the tokens, not compiled.
+
 Rows whose `model_id` starts with `tiny/` are **tiny twins**: the architecture's real transformers code with
 shrunk dimensions and random weights. They show whether an architecture compiles; they say nothing about the
-real checkpoints of that architecture.
+real checkpoints of that architecture. A twin's linear maps are drawn at 1/sqrt(fan-in) with an output head of its
+own, so its tokens depend on what its layers compute; `check_sensitive` says whether its check caught a deliberate
+change. Families that share a twin (the same components inside their own pipeline class):
+{shared}. Types whose twins computed exactly the same tokens as another type's, so that one row stands for both:
+{same}.
 
 Every row carries the exact `run_py` that ran and its `requirements`: save them and run `python3 run.py`.
 

@@ -93,6 +93,9 @@ OVERRIDES: dict[str, Override] = {
     "mamba2": Override("Mamba2 needs num_heads * head_dim == expand * hidden_size (8 * 16 == 2 * 64)",
                        text={"num_heads": 8}),
     "zaya": Override("ZAYA supports one expert per token only", text={"num_experts_per_tok": 1}),
+    "granitemoeshared": Override("its default config has no shared expert (shared_intermediate_size 0), the one "
+                                 "thing it adds to granitemoe: its twin computed granitemoe's 32 tokens; checkpoints "
+                                 "set one", text={"shared_intermediate_size": 64}),
     "reformer": Override("ReformerModelWithLMHead generates only as a decoder; its axial position sizes must sum "
                          "to hidden_size",
                          text={"is_decoder": True, "axial_pos_embds_dim": [32, 32]}),

@@ -27,6 +27,23 @@ TWIN_FORMAT = 5
 # A twin must stay tiny: it is built, compiled and run for every architecture on two CPU cores.
 MAX_TWIN_PARAMETERS = 3_000_000
 
+# Types whose twins wrote exactly the same 32 tokens as another type's (measured on the catalog swept 2026-12-04, the
+# test in tests/test_sensitivity.py holds it): type -> (the type it computes like, why). The card lists them, so a row
+# of one never reads as separate evidence for the other.
+SAME_COMPUTATION = {
+    "gpt-sw3": ("gpt2", "GPT-SW3 checkpoints run transformers' GPT-2 model classes"),
+    "cosmos3_omni": ("qwen3_vl", "its language side is Qwen3-VL's (modular_cosmos3_omni imports it)"),
+    "glm46v": ("glm4v", "GLM-4.6V is GLM-4V's model classes (modular_glm46v imports them)"),
+    "glmga": ("glm4v", "the same text stack as GLM-4V at twin size"),
+    "glm4_moe_lite": ("deepseek_v3", "DeepSeek-V3's latent attention and routed experts (modular_glm4_moe_lite)"),
+    "minimax_m2": ("mixtral", "Mixtral's expert layers at twin size (modular_minimax_m2)"),
+    "hunyuan_v1_dense": ("qwen3", "a Llama-style stack with query/key norms, as Qwen3's, at twin size"),
+    "internlm3": ("mistral", "a Llama-style stack, as Mistral's without its window, at twin size"),
+    "iquestcoder": ("mistral", "a Llama-style stack, as Mistral's without its window, at twin size"),
+    "ernie4_5_moe": ("ernie4_5", "its layer 1 is a mixture of experts, yet it wrote the dense twin's tokens: not yet "
+                     "understood, so its PASS says no more than ernie4_5's"),
+}
+
 LIBRARY_TASKS = (FEATURE_EXTRACTION, TEXT_TO_IMAGE)
 # The names of the library twins: tiny/st-<model_type> (a sentence-transformers model around that transformers
 # architecture), tiny/t2i-<key> (the diffusers text-to-image family AutoPipelineForText2Image names <key>).
