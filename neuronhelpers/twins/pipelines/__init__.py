@@ -30,8 +30,9 @@ from neuronhelpers.twins.pipelines.parts import IMAGE_SIZE, _one_line  # noqa: F
 from neuronhelpers.twins.specs import SEED, pipeline_families
 
 # A family whose twin is its base family's components inside its own pipeline class (the PAG variants add
-# perturbed-attention guidance to the same denoiser; kontext conditions flux's own transformer on an optional
-# image).
+# perturbed-attention guidance to the same denoiser; kontext conditions flux's own transformer on an input image;
+# PixArt-alpha's transformer differs from PixArt-Sigma's only in the resolution micro-conditions of its 1024
+# checkpoints, which its pipeline passes only at their 128-latent size, far beyond a twin's).
 SHARES = {
     "stable-diffusion-pag": "stable-diffusion",
     "stable-diffusion-xl-pag": "stable-diffusion-xl",
@@ -42,6 +43,7 @@ SHARES = {
     "sana-pag": "sana",
     "hunyuan-pag": "hunyuan",
     "flux-kontext": "flux",
+    "pixart-alpha": "pixart-sigma",
 }
 
 
@@ -173,7 +175,6 @@ BUILDERS = {
     "stable-diffusion-xl-controlnet-union": unet_families.stable_diffusion_xl_controlnet_union,
     "stable-diffusion-3": dit_families.stable_diffusion_3,
     "stable-diffusion-3-controlnet": dit_families.stable_diffusion_3_controlnet,
-    "pixart-alpha": dit_families.pixart_alpha,
     "pixart-sigma": dit_families.pixart_sigma,
     "sana": dit_families.sana,
     "auraflow": dit_families.auraflow,

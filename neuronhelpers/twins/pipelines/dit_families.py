@@ -52,10 +52,8 @@ def stable_diffusion_3_controlnet() -> dict:
             "controlnet": _part("controlnet", SD3ControlNetModel, **{**kwargs, "num_layers": 1})}
 
 
-def _pixart(sigma: bool) -> dict:
-    """PixArt-alpha's 1024 checkpoints condition on the image's resolution and aspect ratio (micro-conditions);
-    PixArt-Sigma's do not (its conversion sets ``use_additional_conditions=False``): the one difference in the
-    transformer's graph at twin size."""
+def pixart_sigma() -> dict:
+    """PixArt-Sigma's transformer (PixArt-alpha shares it: see SHARES)."""
     from diffusers import DPMSolverMultistepScheduler, PixArtTransformer2DModel
 
     tok = t5_tokenizer()
@@ -65,15 +63,7 @@ def _pixart(sigma: bool) -> dict:
             sample_size=LATENT, num_layers=2, patch_size=2, attention_head_dim=8, num_attention_heads=4,
             caption_channels=TEXT, in_channels=4, out_channels=8, cross_attention_dim=TEXT, attention_bias=True,
             activation_fn="gelu-approximate", num_embeds_ada_norm=1000, norm_type="ada_norm_single",
-            norm_elementwise_affine=False, norm_eps=1e-6, use_additional_conditions=not sigma))
-
-
-def pixart_sigma() -> dict:
-    return _pixart(sigma=True)
-
-
-def pixart_alpha() -> dict:
-    return _pixart(sigma=False)
+            norm_elementwise_affine=False, norm_eps=1e-6))
 
 
 def sana() -> dict:
