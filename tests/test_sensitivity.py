@@ -126,6 +126,8 @@ def test_an_insensitive_pass_is_never_called_exact_and_the_card_and_detail_say_s
                                               perturbation="h.1 shifted by 10% noise: 0 of 32 tokens changed")])
     html = render_detail_html(explorer.model_detail(dataset.load_results(tmp_path), "tiny/gpt2"))
     assert "a perturbed model passed it too" in html and "0 of 32 tokens changed" in html
+    assert "the decode step; the prompt&#x27;s prefill ran eagerly" in html or \
+        "the decode step; the prompt's prefill ran eagerly" in html  # what generate() compiled, said per row
 
 
 def _output_fingerprint(row) -> tuple | None:

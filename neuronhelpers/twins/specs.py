@@ -113,8 +113,9 @@ def pipeline_families() -> dict[str, str]:
     """Every text-to-image family of the installed diffusers: AutoPipelineForText2Image's key -> pipeline class name.
 
     Read from the source of diffusers' auto pipelines module rather than imported: importing the mapping imports
-    every pipeline (about ten seconds), and this list is read wherever a twin is named. The literal mapping only:
-    families diffusers adds when an optional package is present (kolors, with sentencepiece) are not counted.
+    every pipeline (about ten seconds), and this list is read wherever a twin is named. The literal mapping, and the
+    families diffusers adds to it when an optional package is present (kolors, with sentencepiece): they are
+    counted whether or not the package is here, so that their rows say what they need.
     """
     import ast
     import importlib.util
@@ -124,12 +125,27 @@ def pipeline_families() -> dict[str, str]:
     if spec is None or not spec.submodule_search_locations:
         return {}
     source = Path(spec.submodule_search_locations[0]) / "pipelines" / "auto_pipeline.py"
-    for node in ast.walk(ast.parse(source.read_text())):
+    tree = ast.parse(source.read_text())
+    for node in ast.walk(tree):
         if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "AUTO_TEXT2IMAGE_PIPELINES_MAPPING"
                                                  for t in node.targets)):
-            pairs = node.value.args[0].elts
-            return {pair.elts[0].value: pair.elts[1].id for pair in pairs}
+            families = {pair.elts[0].value: pair.elts[1].id for pair in node.value.args[0].elts}
+            return {**families, **_added_families(tree)}
     raise RuntimeError(f"{source} no longer defines AUTO_TEXT2IMAGE_PIPELINES_MAPPING as a literal")
+
+
+def _added_families(tree) -> dict[str, str]:
+    """``AUTO_TEXT2IMAGE_PIPELINES_MAPPING["key"] = Class`` statements (under an optional package's guard)."""
+    import ast
+
+    added = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            for target in node.targets:
+                if (isinstance(target, ast.Subscript) and getattr(target.value, "id", None)
+                        == "AUTO_TEXT2IMAGE_PIPELINES_MAPPING" and isinstance(target.slice, ast.Constant)):
+                    added[target.slice.value] = node.value.id
+    return added
 
 
 def pipeline_family(pipeline_class: str) -> str:

@@ -48,7 +48,12 @@ SHARES = {
 
 
 # Families with no builder yet, and why (one line each).
+# Families diffusers registers only when an optional package is installed: the package each needs.
+NEEDS = {"kolors": "sentencepiece", "kolors-pag": "sentencepiece"}
 NOT_BUILT = {
+    "kolors": "component 'text_encoder' (diffusers' ChatGLMModel) with its sentencepiece ChatGLMTokenizer: no tiny "
+              "builder yet",
+    "kolors-pag": "the Kolors twin with perturbed-attention guidance: no tiny builder yet (kolors has none)",
     "glm_image": "component 'vision_language_encoder' (GlmImageForConditionalGeneration): no tiny builder yet (an "
                  "autoregressive GLM-Image model that first generates the prior's image tokens, with its own "
                  "GlmImageProcessor and vision-token vocabulary)",
@@ -64,6 +69,8 @@ def write_pipeline_twin(key: str, folder: Path) -> None:
     if key not in names:
         raise KeyError(f"'{key}' is not a text-to-image family of diffusers {diffusers.__version__}")
     base = SHARES.get(key, key)
+    if base in NEEDS and importlib.util.find_spec(NEEDS[base]) is None:  # the package first, as for every family
+        raise ImportError(f"{names[key]} requires the {NEEDS[base]} library but it was not found in your environment")
     if base in NOT_BUILT:
         raise NotImplementedError(NOT_BUILT[base])
     if base not in BUILDERS:

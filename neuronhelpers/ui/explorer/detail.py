@@ -84,6 +84,7 @@ def _run_facts(get, cores) -> dict:
         "eager decode": None if eager is None else f"{eager:.1f} tokens/s",
         "speed-up (compiled / eager)": None if speed is None else f"{speed:.2f}x",
         "graph breaks": _count(get("graph_breaks")), "graphs compiled": _count(get("unique_graphs")),
+        "what compiled": _compiled_part(get("library"), get("task")),
         "recompiles": _count(get("recompiles")),
         "CPU fallback ops": ", ".join(map(str, list(get("fallback_ops") if get("fallback_ops") is not None else [])))
         or None,
@@ -98,6 +99,19 @@ def _run_facts(get, cores) -> dict:
         "compile cache hit": get("cache_hit"), "retraced": get("retraced"),
     }
     return {k: v for k, v in run.items() if as_text(v)}
+
+
+# What generate() compiles (the card's Test protocol says why): the decode step; the rest of the call runs eagerly.
+_EAGER_IN_GENERATE = {vocab.TEXT_GENERATION: "the prompt's prefill", vocab.IMAGE_TEXT_TO_TEXT:
+                      "the prompt's prefill with the image encoder", vocab.AUTOMATIC_SPEECH_RECOGNITION:
+                      "the audio encoder and the prefill"}
+
+
+def _compiled_part(library, task) -> str | None:
+    """For a generate() row: which part of the call the compiled graphs cover."""
+    if library != vocab.TRANSFORMERS or task not in _EAGER_IN_GENERATE:
+        return None
+    return f"the decode step; {_EAGER_IN_GENERATE[task]} ran eagerly"
 
 
 def _sensitivity(value) -> str | None:
