@@ -4,8 +4,8 @@
 
 For each model: one warm harness run (run_model, twin and caches warm) for the row's wall time, then in this process
 the recipe's own model loaded from its run.py, one eager call (generate with nothing compiled, encode, draw) and the
-same call with the middle block perturbed (run/perturb.py), each the median of ROUNDS. Prints each model's figures and,
-last, the ratio of the perturbed calls' total to the rows' total wall time: the share of a sweep the check costs.
+same call with the middle block perturbed (verdict/perturb.py), each the median of ROUNDS. Prints each model's figures
+and, last, the ratio of the perturbed calls' total to the rows' total wall time: the share of a sweep the check costs.
 """
 
 import statistics
@@ -20,7 +20,7 @@ from neuronhelpers.core.backends import get_backend
 from neuronhelpers.models.resolve import resolve_model
 from neuronhelpers.recipes import render
 from neuronhelpers.run.measure import load_run_py
-from neuronhelpers.run.perturb import middle_block, perturbed_outputs
+from neuronhelpers.verdict.perturb import middle_block, perturbed_outputs
 
 DEFAULT_MODELS = ["tiny/llama", "tiny/qwen3", "tiny/gpt2", "tiny/st-bert", "tiny/t2i-stable-diffusion"]
 ROUNDS = 3

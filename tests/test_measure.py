@@ -21,8 +21,9 @@ from neuronhelpers.store import publish
 
 PACKAGE = Path(__file__).resolve().parents[1] / "neuronhelpers"
 MEASURING_FILE = PACKAGE / "run" / "measure.py"
-# The measuring is measure.py and the two modules only it imports: its instruments and the perturbed run.
-MEASURING_FILES = (MEASURING_FILE, PACKAGE / "run" / "instruments.py", PACKAGE / "run" / "perturb.py")
+# The measuring is measure.py and the two modules whose code it runs: its instruments and the perturbation (which the
+# twin builder also uses to choose a twin's weights).
+MEASURING_FILES = (MEASURING_FILE, PACKAGE / "run" / "instruments.py", PACKAGE / "verdict" / "perturb.py")
 
 # The digest of run/measure.py for each MEASURING_VERSION. Changed the measuring? Bump
 # core/versions.MEASURING_VERSION and add its digest here (the failing test prints it).
@@ -30,12 +31,13 @@ MEASURING_FILES = (MEASURING_FILE, PACKAGE / "run" / "instruments.py", PACKAGE /
 # final stage's main denoiser and image decoder (vae, movq, vqgan, or none in pixel space); 0.4.0: the perturbed run
 # (check_sensitive), the instruments in their own module, and the digest covers all of MEASURING_FILES; 0.4.1:
 # generate() perturbs its decoder's middle block (15 twins whose largest stack was a vision tower, a codec or an image
-# decoder)
+# decoder); 0.4.2: the perturbation moved to verdict/perturb.py (the twin builder uses it too), measuring as 0.4.1
 DIGESTS = {"0.3.0": "aca5d48f4036e481d274138a913c3732b0effba8fa54762ac5ff8fba9f577985",
            "0.3.1": "7248584d1c007ce4e0425bfcdc95a3aa873dc7e238b2242d5a94ce5b4fac7308",
            "0.3.2": "4ac00c65101749215cef908ffaadb46c34049f99c3f3e5154b8b5319814e80bd",
            "0.4.0": "88c2b0fe9122c95725d0f46b53ad01674124781658b3c55528c86e9c5700c437",
-           "0.4.1": "127242b968a67cde5d80f030748a19b3b894e82dfbb9496ec3e67c7b6bfa919a"}
+           "0.4.1": "127242b968a67cde5d80f030748a19b3b894e82dfbb9496ec3e67c7b6bfa919a",
+           "0.4.2": "200e7f290d167e315f3b7f965722b50ac87651f7fb2b644fc6bb42dc8256d5b8"}
 
 MODELS = [ModelRef("tiny/llama", "/twins/llama", "text-generation", "llama"),
           ModelRef("tiny/llava", "/twins/llava", "image-text-to-text", "llava"),
@@ -53,8 +55,8 @@ def measuring_digest(measure_py: Path = MEASURING_FILE) -> str:
 def test_the_measuring_version_changes_with_the_measuring():
     digest = measuring_digest()
     assert DIGESTS.get(versions.MEASURING_VERSION) == digest, (
-        f"the measuring (run/measure.py, instruments.py, perturb.py) changed: bump core/versions.MEASURING_VERSION "
-        f"(now {versions.MEASURING_VERSION}) and record "
+        f"the measuring (run/measure.py, instruments.py, verdict/perturb.py) changed: bump "
+        f"core/versions.MEASURING_VERSION (now {versions.MEASURING_VERSION}) and record "
         f"DIGESTS['<new version>'] = '{digest}' in tests/test_measure.py")
 
 

@@ -8,11 +8,11 @@ import torch
 
 from conftest import result_row
 from neuronhelpers.core import vocab
-from neuronhelpers.run.perturb import middle_block, perturbed, perturbed_outputs
 from neuronhelpers.store import card, dataset
 from neuronhelpers.ui import explorer
 from neuronhelpers.ui.explorer.detail import render_detail_html
 from neuronhelpers.verdict.evidence import evidence_level
+from neuronhelpers.verdict.perturb import middle_block, perturbed, perturbed_outputs
 from neuronhelpers.verdict.verify import check_sensitivity
 
 PARAMS = {"library": vocab.TRANSFORMERS, "dtype": "float32"}

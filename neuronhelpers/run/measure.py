@@ -10,7 +10,7 @@ the rendered run.py as a module (exactly the text the row stores), wraps the fil
   shared machine can lose tenfold to a neighbour). Bounded: never sharded, nor above the parameter bound;
 - dynamo's figures (graph breaks, unique graphs, recompiles and the guards that failed) and the compile cache's
   counters; sentences per second, seconds per denoising step;
-- whether the check can fail: the outputs once more, eagerly, with the middle block perturbed (run/perturb.py).
+- whether the check can fail: the outputs once more, eagerly, with the middle block perturbed (verdict/perturb.py).
 
 ``python -m neuronhelpers.run.measure run.py --eager`` loads the recipe's model on the device and runs it once with
 nothing compiled: after a compiled failure, does the device run it at all? On a sharded run every rank is measured
@@ -36,7 +36,7 @@ from neuronhelpers.run.instruments import (
     dynamo_figures,
     dynamo_traced,
 )
-from neuronhelpers.run.perturb import decoder_or_model, perturbed_outputs
+from neuronhelpers.verdict.perturb import decoder_or_model, perturbed_outputs
 
 TIMING_ROUNDS = 3  # eager calls alternating with compiled ones, where a call is quick
 QUICK_CALL_S = 2.0
@@ -96,7 +96,7 @@ class _Measuring:
         self.recompiles = RecompileLog()
         self.error = None
         self.eager: dict = {}
-        self.perturbed: dict = {}  # the outputs with the middle block perturbed (run/perturb.py)
+        self.perturbed: dict = {}  # the outputs with the middle block perturbed (verdict/perturb.py)
         self.calls = 0
         self.original = {name: getattr(module, name) for name in ("device_run", self.call)}
 
@@ -140,7 +140,7 @@ class _Measuring:
 
     def perturbed_run(self, root, parameters: int, call, within=None) -> None:
         """``call()`` once more, eagerly, with the middle block of ``root`` (or of ``within``, a part of it) perturbed
-        (run/perturb.py): within the eager bounds, like every eager call on the device."""
+        (verdict/perturb.py): within the eager bounds, like every eager call on the device."""
         why = eager_not_tried(self.params, self.sharded, parameters)
         size = vocab.PERTURBATION_SIZE[self.params.get("library", vocab.TRANSFORMERS)]
         self.perturbed = {"not_measured": why} if why else perturbed_outputs(root, size, call, within)

@@ -56,6 +56,7 @@ from neuronhelpers.twins.specs import (
 from neuronhelpers.twins.speech import write_speech_twin
 from neuronhelpers.twins.text import write_text_twin
 from neuronhelpers.twins.vision.build import write_vlm_twin
+from neuronhelpers.twins.weights import choose_embeddings
 
 __all__ = ["build_twin", "known_twin", "twin_path", "twin_home", "check_twin_runs", "broken_twin", "perturbed_twin",
            "TwinUnavailable", "WRITERS", "EAGER_CHECKS", "BREAKAGES",
@@ -189,10 +190,13 @@ def _remember(dest: Path, unavailable: TwinUnavailable) -> None:
 
 
 def _write_twin(spec: TwinSpec, folder: Path) -> None:
-    """The task's writer, quietly; then TWIN.json, which marks the folder as a twin."""
+    """The task's writer, quietly (a generating twin's embeddings then chosen: twins/weights.py); then TWIN.json,
+    which marks the folder as a twin."""
     with quiet_libraries():
         WRITERS[spec.task](spec, folder)
-    write_twin_json(spec, folder)
+        chosen = choose_embeddings(spec, folder) if spec.task in EAGER_CHECKS and spec.task not in LIBRARY_TASKS \
+            else None
+    write_twin_json(spec, folder, chosen)
 
 
 def check_twin_runs(spec: TwinSpec, folder: Path) -> None:
@@ -201,12 +205,13 @@ def check_twin_runs(spec: TwinSpec, folder: Path) -> None:
         EAGER_CHECKS[spec.task](spec, folder)
 
 
-def write_twin_json(spec: TwinSpec, folder: Path) -> None:
+def write_twin_json(spec: TwinSpec, folder: Path, weights: dict | None = None) -> None:
     """TWIN.json, the one record every twin carries: what it is a twin of, its name and task, the seed and build
-    format. ``known_twin`` recognises a built twin by it (the folder is renamed into place only once checked)."""
-    (Path(folder) / "TWIN.json").write_text(json.dumps(
-        {"twin_of": spec.model_type, "name": spec.key, "task": spec.task, "seed": SEED, "format": TWIN_FORMAT},
-        indent=1))
+    format, and for a generating twin the embeddings chosen (``weights``). ``known_twin`` recognises a built twin by
+    it (the folder is renamed into place only once checked)."""
+    record = {"twin_of": spec.model_type, "name": spec.key, "task": spec.task, "seed": SEED, "format": TWIN_FORMAT}
+    (Path(folder) / "TWIN.json").write_text(json.dumps({**record, **({"weights": weights} if weights else {})},
+                                                       indent=1))
 
 
 def _unavailable_marker(dest: Path) -> Path:

@@ -69,3 +69,55 @@ def _draw(weight, fan_in: int, generator) -> None:
 
     weight.copy_(torch.randn(weight.shape, generator=generator, dtype=torch.float32).to(weight.dtype)
                  / math.sqrt(max(fan_in, 1)))
+
+
+# Which input embeddings a generating twin keeps: the first of these standard deviations (None: the config's own
+# initialisation, usually 0.02) whose twin writes at least MIN_DISTINCT distinct tokens of its 32 and whose tokens a
+# perturbation of its decoder's middle block (verdict/perturb.py, the measuring's own) changes. Small embeddings let
+# the layers dominate, and some stacks then settle on one token whatever the input (qwen3_moe, nanochat: measured);
+# larger ones bring the input back. None of them passing, the first is kept and the rows say so (check_sensitive).
+EMBEDDING_STDS = (None, 0.3, 1.0)
+MIN_DISTINCT = 8
+
+
+def choose_embeddings(spec, folder) -> dict:
+    """Try EMBEDDING_STDS on the twin saved in ``folder`` (loaded through the recipe's own loader, run eagerly on the
+    CPU) and save the first that meets the target; returns what was chosen and measured (for TWIN.json)."""
+    import torch
+
+    from neuronhelpers.core import vocab
+    from neuronhelpers.core.protocol import PROMPTS, TASK_INPUTS
+    from neuronhelpers.recipes.transformers_generate import generation_kwargs, load, new_tokens
+    from neuronhelpers.twins.specs import SEED
+    from neuronhelpers.verdict.perturb import decoder_or_model, middle_block, perturbed
+
+    params = {"model_path": str(folder), "task": spec.task, "trust_remote_code": False, "revision": None,
+              "parallelism": "none", "dtype": "float32", "prompt": PROMPTS[spec.task], **TASK_INPUTS.get(spec.task, {})}
+    model, tokenizer, inputs = load(params, "cpu")
+    embeddings = model.get_input_embeddings().weight
+    original = embeddings.detach().clone()
+    block = middle_block(decoder_or_model(model))[1]
+
+    def tokens():
+        torch.manual_seed(0)  # as run.py's generate(): a model that draws noise draws it alike
+        with torch.inference_mode():
+            out = model.generate(**inputs, **generation_kwargs(tokenizer, 32), return_dict_in_generate=True)
+        return new_tokens(model, out, inputs)
+
+    tried = []
+    for std in EMBEDDING_STDS:
+        with torch.no_grad():
+            if std is None:
+                embeddings.copy_(original)
+            else:
+                generator = torch.Generator().manual_seed(SEED)
+                embeddings.copy_(torch.randn(embeddings.shape, generator=generator).to(embeddings.dtype) * std)
+        written = tokens()
+        with perturbed(block, vocab.PERTURBATION_SIZE[vocab.TRANSFORMERS]):
+            changed = tokens() != written
+        tried.append({"embedding_std": std, "distinct_tokens": len(set(written)), "perturbation_changes": changed})
+        if len(set(written)) >= MIN_DISTINCT and changed:
+            if std is not None:
+                model.save_pretrained(folder)
+            return {**tried[-1], "tried": len(tried)}
+    return {**tried[0], "tried": len(tried)}  # nothing met the target: the config's own embeddings, as first saved

@@ -147,8 +147,8 @@ def verify_outputs(params: dict, payload: dict, reference: dict) -> dict:
 
 def check_sensitivity(params: dict, perturbed: dict | None, reference: dict) -> dict:
     """Row columns ``check_sensitive`` and ``perturbation``: the outputs the measuring took with the middle block
-    perturbed (run/perturb.py), checked against the unperturbed reference by the run's own rule. Caught (a FAIL) means
-    the check can fail; passed means it proves little. Both null where nothing was measured."""
+    perturbed (verdict/perturb.py), checked against the unperturbed reference by the run's own rule. Caught (a FAIL)
+    means the check can fail; passed means it proves little. Both null where nothing was measured."""
     if not perturbed:
         return {"check_sensitive": None, "perturbation": None}
     if "not_measured" in perturbed:

@@ -9,7 +9,7 @@ output to the harness, which checks it against the unperturbed reference with th
 ``nn.ModuleList`` holding the most parameters: decoder layers, encoder layers, a denoiser's blocks), so the rule is
 the same for every architecture and library; for generate() the model is its decoder (``decoder_or_model``), the
 part whose compiled step writes the tokens. The noise is drawn on the CPU from a fixed seed: the same change on
-every device.
+every device. The twin builder uses the same change to choose a generating twin's weights (twins/weights.py).
 """
 
 from __future__ import annotations
