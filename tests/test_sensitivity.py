@@ -170,3 +170,27 @@ def test_no_two_twins_of_the_committed_catalog_computed_the_same_unless_they_sha
 
     same = [names for names in groups.values() if len({base(name) for name in names}) > 1]
     assert not same, f"twins that computed exactly the same without sharing a twin: {same}"
+    # and every declaration still holds (the card would say something false otherwise)
+    prints = {row["model_id"].removeprefix("tiny/"): _output_fingerprint(row) for _, row in rows.iterrows()}
+    stale = [kind for kind, (other, _) in SAME_COMPUTATION.items()
+             if None not in (prints.get(kind), prints.get(other)) and prints[kind] != prints[other]]
+    assert not stale, f"declared in SAME_COMPUTATION but computed differently now: {stale}"
+
+
+@pytest.mark.slow
+def test_a_twin_that_settles_on_one_token_gets_embeddings_that_bring_the_input_back(tmp_path):
+    """qwen3_moe's twin with the config's own embeddings wrote one token 32 times and missed the perturbation; the
+    builder keeps the first embeddings that meet the target and says so in TWIN.json, and a twin that met it with its
+    own embeddings is saved unchanged."""
+    from neuronhelpers.twins.specs import twin_spec
+    from neuronhelpers.twins.text import write_text_twin
+    from neuronhelpers.twins.weights import MIN_DISTINCT, choose_embeddings
+
+    for model_type, std in (("qwen3_moe", 0.3), ("llama", None)):
+        folder = tmp_path / model_type
+        write_text_twin(twin_spec(model_type), folder)
+        before = (folder / "model.safetensors").read_bytes()
+        chosen = choose_embeddings(twin_spec(model_type), folder)
+        assert chosen["embedding_std"] == std and chosen["perturbation_changes"] is True
+        assert chosen["distinct_tokens"] >= MIN_DISTINCT
+        assert ((folder / "model.safetensors").read_bytes() == before) is (std is None)

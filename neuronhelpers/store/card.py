@@ -95,10 +95,11 @@ decoder compiled; their encoders are checked through the tokens, not compiled.
 Rows whose `model_id` starts with `tiny/` are **tiny twins**: the architecture's real transformers code with
 shrunk dimensions and random weights. They show whether an architecture compiles; they say nothing about the
 real checkpoints of that architecture. A twin's linear maps are drawn at 1/sqrt(fan-in) with an output head of its
-own, so its tokens depend on what its layers compute; `check_sensitive` says whether its check caught a deliberate
-change. Families that share a twin (the same components inside their own pipeline class):
-{shared}. Types whose twins computed exactly the same tokens as another type's, so that one row stands for both:
-{same}.
+own, and its input embeddings are the first of the config's own, std 0.3 or std 1.0 with which it writes at least 8
+distinct tokens that a change to its middle layer alters, so its tokens depend on what its layers compute;
+`check_sensitive` says whether its check caught a deliberate change. Families that share a twin (the same
+components inside their own pipeline class): {shared}. Types whose twins computed exactly the same tokens as another
+type's, so that one row stands for both: {same}.
 
 Every row carries the exact `run_py` that ran and its `requirements`: save them and run `python3 run.py`.
 

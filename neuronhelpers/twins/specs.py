@@ -36,7 +36,6 @@ SAME_COMPUTATION = {
     "glm46v": ("glm4v", "GLM-4.6V is GLM-4V's model classes (modular_glm46v imports them)"),
     "glmga": ("glm4v", "the same text stack as GLM-4V at twin size"),
     "glm4_moe_lite": ("deepseek_v3", "DeepSeek-V3's latent attention and routed experts (modular_glm4_moe_lite)"),
-    "minimax_m2": ("mixtral", "Mixtral's expert layers at twin size (modular_minimax_m2)"),
     "hunyuan_v1_dense": ("qwen3", "a Llama-style stack with query/key norms, as Qwen3's, at twin size"),
     "internlm3": ("mistral", "a Llama-style stack, as Mistral's without its window, at twin size"),
     "iquestcoder": ("mistral", "a Llama-style stack, as Mistral's without its window, at twin size"),

@@ -13,7 +13,9 @@ the next token is a function of the current one and a layer changed by 100 % of 
   the architecture's special parameters (state-space decays, convolutions) keep their own initialisation;
 - the head is drawn the same way and scaled by ``LOGIT_SCALE``, so logits spread by a few units: greedy choices
   are decisive against float noise (float32's near-tie tolerance is 1e-3, bfloat16's 0.25) yet a wrong layer
-  moves them. On 25 text twins a 10 % change to the middle layer then changed tokens in all 25 (12 of 25 before).
+  moves them. On 25 text twins a 10 % change to the middle layer then changed tokens in all 25 (12 of 25 before);
+- the input embeddings are chosen after the twin is saved (``choose_embeddings``): the config's own, or larger ones
+  where the layers alone settle on one token whatever the input.
 """
 
 from __future__ import annotations
