@@ -92,7 +92,9 @@ def test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_ful
     rounds = measure.TIMING_ROUNDS if result["timings"]["generate_s"] < measure.QUICK_CALL_S else 1
     assert len(result["tokens"]) == params["max_new_tokens"] and result["warm_equals_cold"]
     eager_after_warm = [True, False] * (rounds - 1) + [True]
-    assert [kwargs.get("disable_compile", False) for kwargs in seen] == [False, False] + eager_after_warm
+    # and last, once more eagerly with the decoder's middle block perturbed: can the check fail?
+    assert [kwargs.get("disable_compile", False) for kwargs in seen] == [False, False] + eager_after_warm + [True]
+    assert result["perturbed"]["layer"] == "model.layers.1" and len(result["perturbed"]["tokens"]) == MAX_NEW_TOKENS
     assert result["eager"]["device_eager"] == "ran" and result["eager"]["eager_equals_compiled"]
     for kwargs in seen:
         config = kwargs["compile_config"]
