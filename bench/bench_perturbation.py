@@ -20,7 +20,7 @@ from neuronhelpers.core.backends import get_backend
 from neuronhelpers.models.resolve import resolve_model
 from neuronhelpers.recipes import render
 from neuronhelpers.run.measure import load_run_py
-from neuronhelpers.verdict.perturb import middle_block, perturbed_outputs
+from neuronhelpers.verdict.perturb import decoder_or_model, middle_block, perturbed_outputs
 
 DEFAULT_MODELS = ["tiny/llama", "tiny/qwen3", "tiny/gpt2", "tiny/st-bert", "tiny/t2i-stable-diffusion"]
 ROUNDS = 3
@@ -32,7 +32,11 @@ def eager_call(module, params):
     if library == vocab.TRANSFORMERS:
         model, tokenizer, inputs = module.load(params, "cpu")
         kwargs = {**module.compiled_generation_kwargs(params, "cpu", tokenizer), "disable_compile": True}
-        return model, lambda: {"tokens": module.new_tokens(model, module.generate(model, inputs, kwargs), inputs)}
+
+        def generate():
+            return {"tokens": module.new_tokens(model, module.generate(model, inputs, kwargs), inputs)}
+
+        return decoder_or_model(model), generate  # the measuring's own block for generate(): the decoder's middle one
     model = module.load(params, "cpu")
     if library == vocab.SENTENCE_TRANSFORMERS:
         return model, lambda: {"embeddings": module.encode(model, params).tolist()}

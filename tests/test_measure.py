@@ -31,13 +31,15 @@ MEASURING_FILES = (MEASURING_FILE, PACKAGE / "run" / "instruments.py", PACKAGE /
 # final stage's main denoiser and image decoder (vae, movq, vqgan, or none in pixel space); 0.4.0: the perturbed run
 # (check_sensitive), the instruments in their own module, and the digest covers all of MEASURING_FILES; 0.4.1:
 # generate() perturbs its decoder's middle block (15 twins whose largest stack was a vision tower, a codec or an image
-# decoder); 0.4.2: the perturbation moved to verdict/perturb.py (the twin builder uses it too), measuring as 0.4.1
+# decoder); 0.4.2: the perturbation moved to verdict/perturb.py (the twin builder uses it too), measuring as 0.4.1;
+# 0.4.3: a failed perturbed run says why in core.errors.first_line's words, measuring as 0.4.1 (no row carries it yet)
 DIGESTS = {"0.3.0": "aca5d48f4036e481d274138a913c3732b0effba8fa54762ac5ff8fba9f577985",
            "0.3.1": "7248584d1c007ce4e0425bfcdc95a3aa873dc7e238b2242d5a94ce5b4fac7308",
            "0.3.2": "4ac00c65101749215cef908ffaadb46c34049f99c3f3e5154b8b5319814e80bd",
            "0.4.0": "88c2b0fe9122c95725d0f46b53ad01674124781658b3c55528c86e9c5700c437",
            "0.4.1": "127242b968a67cde5d80f030748a19b3b894e82dfbb9496ec3e67c7b6bfa919a",
-           "0.4.2": "200e7f290d167e315f3b7f965722b50ac87651f7fb2b644fc6bb42dc8256d5b8"}
+           "0.4.2": "200e7f290d167e315f3b7f965722b50ac87651f7fb2b644fc6bb42dc8256d5b8",
+           "0.4.3": "f4472b54006f914d67ff2250cff2cdaed66ee10d5b471cc5803a2b24bde5bea0"}
 
 MODELS = [ModelRef("tiny/llama", "/twins/llama", "text-generation", "llama"),
           ModelRef("tiny/llava", "/twins/llava", "image-text-to-text", "llava"),

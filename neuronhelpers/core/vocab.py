@@ -153,7 +153,6 @@ EVIDENCE = {
 PASS_EVIDENCE_ORDER = [EVIDENCE_EXACT, EVIDENCE_NEAR_TIE, EVIDENCE_WITHIN_TOLERANCE, EVIDENCE_JUDGED,
                        EVIDENCE_INSENSITIVE]
 
-
 # How a model's weights were spread over cores: the row's `parallelism`.
 NO_PARALLELISM = "none"
 TENSOR_PARALLEL = "tp"

@@ -108,14 +108,14 @@ def prepare_run(model: str | ModelRef, *, backend: str | Backend | None = None, 
     try:
         return plan_run(model, backend=be, dtype=dtype, trust_remote_code=trust_remote_code, cores=cores)
     except build.TwinUnavailable as exc:
+        library = vocab.LIBRARY_FOR_TASK.get(exc.spec.task, vocab.TRANSFORMERS)
         if exc.stage == EXCLUDED:  # no twin was written for it: deliberately not run (vocab.UNTESTED_TWIN's rule)
-            library = vocab.LIBRARY_FOR_TASK.get(exc.spec.task, vocab.TRANSFORMERS)
             return schema.new_row(model_id=exc.spec.model_id, task=exc.spec.task, model_type=exc.spec.model_type,
                                   twin_of=exc.spec.model_type, weights=TWIN_WEIGHTS, result=EXCLUDED, error=exc.reason,
                                   **versions.version_columns(be, library), packages=versions.installed_packages())
         return untested_row(exc.spec.model_id, be, stage=exc.stage, error=str(exc), cause=exc.cause, task=exc.spec.task,
                             model_type=exc.spec.model_type, twin_of=exc.spec.model_type, weights=TWIN_WEIGHTS,
-                            library=vocab.LIBRARY_FOR_TASK.get(exc.spec.task, vocab.TRANSFORMERS))
+                            library=library)
 
 
 def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | None = None, dtype: str | None = None,

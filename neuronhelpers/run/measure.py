@@ -256,10 +256,12 @@ class _PipelineMeasuring(_Measuring):
                                         lambda seconds: ("eager_image_s", seconds))
             # a run.py rendered before pipelines had stages names plain attributes (unet, vae)
             resolve = getattr(self.module, "resolve", getattr)
-            main = self.module.denoiser_name(pipe)  # a wrapper, so the hook stays outside the compiled graph
+            main = self.module.denoiser_name(pipe)
             self.perturbed_run(resolve(pipe, main), _pipeline_parameters(pipe),
                                lambda: self.module.image_payload(draw(pipe, self.params)))
             names = compile_pipeline(pipe, backend)
+            # resolved again after compiling: the main denoiser is now its compiled wrapper, so the hook stays outside
+            # the compiled graph
             resolve(pipe, main).register_forward_pre_hook(self.clock.denoiser_called)
             path = self.module.image_decoder(pipe) if hasattr(self.module, "image_decoder") else "vae"
             if path is not None:  # a pixel-space pipeline has no decoder: the image is done when draw returns

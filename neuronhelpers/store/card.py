@@ -54,9 +54,11 @@ verdict (see What the rows ran on): only a Trainium row is a measurement on Trai
 def _protocol() -> str:
     from neuronhelpers.twins.pipelines import SHARES
     from neuronhelpers.twins.specs import SAME_COMPUTATION
+    from neuronhelpers.twins.weights import EMBEDDING_STDS, MIN_DISTINCT
 
     shared = "; ".join(f"`{variant}` uses `{base}`'s" for variant, base in SHARES.items())
     same = "; ".join(f"`{kind}` as `{base}` ({why})" for kind, (base, why) in SAME_COMPUTATION.items())
+    embeddings = ", ".join("the config's own" if std is None else f"std {std:g}" for std in EMBEDDING_STDS)
     ties = ", ".join(f"{dtype}: {margin:g}" for dtype, margin in vocab.NEAR_TIE_MARGIN.items())
     embedding_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_cosine']:g}"
                                  for dtype, b in vocab.EMBEDDING_TOLERANCE.items())
@@ -95,7 +97,7 @@ decoder compiled; their encoders are checked through the tokens, not compiled.
 Rows whose `model_id` starts with `tiny/` are **tiny twins**: the architecture's real transformers code with
 shrunk dimensions and random weights. They show whether an architecture compiles; they say nothing about the
 real checkpoints of that architecture. A twin's linear maps are drawn at 1/sqrt(fan-in) with an output head of its
-own, and its input embeddings are the first of the config's own, std 0.3 or std 1.0 with which it writes at least 8
+own, and its input embeddings are the first of ({embeddings}) with which it writes at least {MIN_DISTINCT}
 distinct tokens that a change to its middle layer alters, so its tokens depend on what its layers compute;
 `check_sensitive` says whether its check caught a deliberate change. Families that share a twin (the same
 components inside their own pipeline class): {shared}. Types whose twins computed exactly the same tokens as another

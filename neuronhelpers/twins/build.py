@@ -194,8 +194,7 @@ def _write_twin(spec: TwinSpec, folder: Path) -> None:
     which marks the folder as a twin."""
     with quiet_libraries():
         WRITERS[spec.task](spec, folder)
-        chosen = choose_embeddings(spec, folder) if spec.task in EAGER_CHECKS and spec.task not in LIBRARY_TASKS \
-            else None
+        chosen = None if spec.task in LIBRARY_TASKS else choose_embeddings(spec, folder)
     write_twin_json(spec, folder, chosen)
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from neuronhelpers.core.errors import first_line
+
 PERTURBATION_SEED = 0
 
 
@@ -87,6 +89,5 @@ def perturbed_outputs(root, size: float, call, within=None) -> dict:
         with perturbed(block, size):
             outputs = call()
     except Exception as exc:  # noqa: BLE001 - the check's sensitivity is evidence, never the verdict
-        reason = str(exc).splitlines()[0][:200] if str(exc) else ""
-        return {"not_measured": f"the perturbed run failed: {type(exc).__name__}: {reason}"}
+        return {"not_measured": f"the perturbed run failed: {first_line(exc, limit=200, name=True)}"}
     return {"layer": layer, "size": size, **outputs}
