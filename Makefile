@@ -51,8 +51,9 @@ gate: install
 # (about an hour on 2 cores). Resumable: run it again to finish it.
 CATALOG ?= catalog
 SWEEP_ARGS ?= --architectures --shelf --jobs 2 --timeout 600 --out $(CATALOG)
+# ... and every model of the config corpus as its own twin (neuronhelpers/data/configs/: this release only).
 sweep-architectures: install checkpoints
-	$(PY) -m neuronhelpers sweep $(SWEEP_ARGS)
+	$(PY) -m neuronhelpers sweep $(SWEEP_ARGS) --corpus
 
 # Only the shelf's real checkpoints into the catalog, beside their twins (`neuronhelpers causes` then says how many
 # of them their twins agree with).

@@ -12,6 +12,8 @@ file_download.py):
     POST /api/datasets/NS/NAME/commit/REV[?create_pr=1]      the ndjson commit (header, base64 files, deletions);
                                                              a stale parentCommit gets 412; create_pr opens refs/pr/N
     HEAD|GET /datasets/NS/NAME/resolve/REV/PATH              hf_hub_download (metadata, then the bytes)
+    HEAD|GET /NS/NAME/resolve/REV/PATH                       hf_hub_download of a model repo's file (a model's
+                                                             config.json; ``add_model``; a gated one answers 403)
     GET  /api/agent-harnesses                                the registry huggingface_hub's request headers consult
                                                              (from HF_ENDPOINT); answered empty: no agent detected
 
@@ -51,6 +53,8 @@ _ROUTES = [  # (method, pattern, handler name); paths are matched still URL-quot
     ("POST", rf"/api/datasets/{_REPO}/commit/(?P<rev>[^/]+)", "_commit"),
     ("HEAD", rf"/datasets/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)", "_resolve"),
     ("GET", rf"/datasets/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)", "_resolve"),
+    ("HEAD", rf"/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)", "_resolve_model"),
+    ("GET", rf"/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)", "_resolve_model"),
 ]
 _WRITES = {"_create_repo", "_preupload", "_commit"}
 
@@ -97,6 +101,8 @@ class HubServer:
         self.repos: dict[str, dict[str, list[Commit]]] = {}  # repo id -> ref ("main", "refs/pr/1") -> commits
         self.requests: list[Request] = []
         self.unhandled: list[Request] = []
+        self.models: dict[str, dict[str, bytes]] = {}  # model repo id -> {path: bytes} (one revision)
+        self.gated: set[str] = set()  # model repos whose files need a token
         self.fail_next_commit: int | None = None
         self.push_before_next_commit: dict[str, bytes] | None = None
         self._ids = itertools.count(1)
@@ -124,6 +130,13 @@ class HubServer:
     def create_repo(self, repo_id: str) -> None:
         with self._lock:
             self.repos.setdefault(repo_id, {MAIN: [self._new_commit("initial commit", {})]})
+
+    def add_model(self, repo_id: str, files: dict[str, bytes], gated: bool = False) -> None:
+        """A model repo's files (config.json, weights, ...) at one revision."""
+        with self._lock:
+            self.models[repo_id] = dict(files)
+            if gated:
+                self.gated.add(repo_id)
 
     def files(self, repo_id: str, ref: str = MAIN) -> dict[str, bytes]:
         return dict(self.repos[repo_id][ref][-1].files)
@@ -273,6 +286,20 @@ class HubServer:
         headers = {"X-Repo-Commit": commit.sha, "ETag": f'"{git_blob_id(data)}"',
                    "Content-Type": "application/octet-stream"}
         raise _Reply(200, headers=headers, raw=data)
+
+    def _resolve_model(self, request, repo, rev, path):
+        if repo not in self.models:
+            raise _error(404, "Repository not found", "RepoNotFound")
+        if repo in self.gated:
+            raise _error(403, f"Access to model {repo} is restricted: you must have access to it and be "
+                              "authenticated to access it.", "GatedRepo")
+        files = self.models[repo]
+        sha = hashlib.sha1("\0".join([repo, *sorted(files)]).encode()).hexdigest()
+        if path not in files:
+            raise _error(404, f"{path} does not exist on {rev}", "EntryNotFound", **{"X-Repo-Commit": sha})
+        data = files[path]
+        raise _Reply(200, headers={"X-Repo-Commit": sha, "ETag": f'"{git_blob_id(data)}"',
+                                   "Content-Type": "application/octet-stream"}, raw=data)
 
     # --- storage -------------------------------------------------------------------------------
     def _new_commit(self, message, files, changed=()):

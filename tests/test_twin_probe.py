@@ -134,7 +134,7 @@ def test_a_twin_whose_probe_failed_is_not_saved_and_says_why(monkeypatch, tmp_pa
     from neuronhelpers.twins.specs import TwinError
     from neuronhelpers.twins.vision import build as vision_build
 
-    monkeypatch.setattr(vision_build, "_assemble", lambda model_type, ov: None)
+    monkeypatch.setattr(vision_build, "_assemble", lambda model_type, ov, spec=None: None)
     monkeypatch.setattr(vision_build, "probe", lambda state: (None, None, "ValueError: 2 image tokens for 1 image"))
     with pytest.raises(TwinError, match="2 image tokens for 1 image") as caught:
         vision_build.build_vlm_twin("llava", tmp_path / "twin")

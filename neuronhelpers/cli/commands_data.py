@@ -56,12 +56,19 @@ def cmd_causes(args) -> int:
     """Root causes ranked by how many architectures they block, each with its architectures; twins against real
     checkpoints, and against the verdicts measured on Trainium."""
     from neuronhelpers.analysis.agreement import agreement_line, twin_agreement
+    from neuronhelpers.analysis.answers import own_config_effects, own_config_line, read_isolated
     from neuronhelpers.analysis.causes import rank_causes, untested_reasons
     from neuronhelpers.analysis.declared import declared_vs_measured, disagreement_line
     from neuronhelpers.store.dataset import load_results, select_pair
 
     catalog = load_results(args.results)
     df, pair = select_pair(catalog, args.pair)
+    if args.isolate:
+        from neuronhelpers.sweep.isolate import isolate_folder
+
+        isolate_folder(args.results, df, progress=lambda model, found: print(
+            f"isolated {model}: {found['field']} ({found['runs']} runs)", flush=True))
+    effects = own_config_effects(df, read_isolated(args.results))
     failing, untested, agreement = rank_causes(df), untested_reasons(df), twin_agreement(df)
     declared = declared_vs_measured(df)
     trainium, outside, trainium_line = _trainium_verdicts(args.trainium, catalog)
@@ -73,7 +80,8 @@ def cmd_causes(args) -> int:
                           "trainium_outside": outside.to_dict("records"),
                           "trainium_agreement_line": trainium_line,
                           "declared_vs_measured": declared[declared.disagree].to_dict("records"),
-                          "declared_vs_measured_line": disagreement_line(declared)},
+                          "declared_vs_measured_line": disagreement_line(declared),
+                          "own_config": effects.to_dict("records"), "own_config_line": own_config_line(effects)},
                          default=json_default))
         return 0
     tested = df[df.result.isin([vocab.PASS, vocab.FAIL])]
@@ -83,6 +91,7 @@ def cmd_causes(args) -> int:
     print(f"Real checkpoints: {agreement_line(agreement)}")
     print(f"Trainium: {trainium_line}")
     print(f"Declared vs measured: {disagreement_line(declared)}")
+    print(f"Own configs: {own_config_line(effects)}")
     _print_ranked("FAIL causes", failing, args.top)
     _print_ranked("UNTESTED reasons", untested, args.top)
     return 0

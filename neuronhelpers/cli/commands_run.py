@@ -20,10 +20,19 @@ def json_default(value):
     return str(value)
 
 
+def _model(args):
+    """The model a command runs: as given, or with --twin its own twin (a Hub id's or a folder's config, shrunk)."""
+    if not args.twin:
+        return args.model
+    from neuronhelpers.models.resolve import resolve_model
+
+    return resolve_model(args.model, twin=True)
+
+
 def cmd_run(args) -> int:
     from neuronhelpers.run.harness import run_model, summary_line
 
-    row = run_model(args.model, backend=args.backend, dtype=args.dtype, timeout=args.timeout,
+    row = run_model(_model(args), backend=args.backend, dtype=args.dtype, timeout=args.timeout,
                     trust_remote_code=args.trust_remote_code, cores=args.cores, judge_model=args.judge_model)
     if args.json:
         print(json.dumps(row, default=json_default))
@@ -34,12 +43,36 @@ def cmd_run(args) -> int:
     return 0 if row["result"] == vocab.PASS else 1
 
 
+def answer_line(model_id: str, results: str) -> str | None:
+    """The answer for a Hub id in a results folder's rows of this environment's pair (analysis/answers.py): its
+    Trainium row, else its own twin's verdict, else its architecture twin's; None without a folder or an answer."""
+    import os
+    import warnings
+
+    from neuronhelpers.analysis.answers import Answers
+    from neuronhelpers.models.known import known_architectures
+    from neuronhelpers.store.dataset import DatasetWarning, load_results, select_pair
+
+    if not os.path.isdir(results):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        rows = load_results(results)
+    task, model_type = known_architectures().get(model_id, (None, None))
+    current = select_pair(rows, "current")[0] if not rows.empty else rows
+    found = Answers(current).answer(model_id, model_type, task) or Answers(rows).answer(model_id, model_type, task)
+    return f"answer in {results}/: {found.line()}" if found else None
+
+
 def cmd_plan(args) -> int:
     from neuronhelpers.core.backends import get_backend
     from neuronhelpers.models.resolve import resolve_model
     from neuronhelpers.plan.cores import plan_model
 
-    ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code)
+    answer = answer_line(args.model, args.results) if not args.twin else None
+    if answer:
+        print(answer)
+    ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code, twin=args.twin)
     backend = get_backend(args.backend)
     print(f"{ref.model_id} on {backend.name}:")
     print(plan_model(ref, backend, dtype=args.dtype, cores=args.cores).describe())
@@ -52,7 +85,7 @@ def cmd_render(args) -> int:
     from neuronhelpers.plan.cores import plan_model
     from neuronhelpers.recipes.render import recipe_params, render_requirements, render_run_py
 
-    ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code)
+    ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code, twin=args.twin)
     backend = get_backend(args.backend)
     if args.requirements:
         print(render_requirements(backend, ref.task), end="")
@@ -137,12 +170,37 @@ def cmd_sweep(args) -> int:
         models += read_model_file(args.file)
     if args.architectures:
         models += [spec.model_id for spec in architectures(args.task)]
+    if args.twin:
+        models = [_twin_id(model) for model in models]
+    if args.corpus:
+        from neuronhelpers.twins.own import corpus_twins
+
+        twins, skipped = corpus_twins()
+        models += twins
+        if skipped:
+            print(f"--corpus: {len(twins)} models as their own twins; {len(skipped)} left out (not a model of a task "
+                  f"tested here: {', '.join(sorted(skipped)[:6])}{', ...' if len(skipped) > 6 else ''})")
     if args.shelf:
         models += _shelf_models(required=True)
     use_selected = args.selected or not models
     if use_selected:
         models += selected_models(real=args.real)
     return _sweep_and_summarise(models, args, include_excluded=use_selected)
+
+
+def _twin_id(model: str) -> str:
+    """A sweep's --twin: a Hub id's own twin id (tiny/<org>--<name>); a twin id as it is."""
+    import os
+
+    from neuronhelpers.twins.own import twin_id_for
+    from neuronhelpers.twins.specs import is_twin_id
+
+    if is_twin_id(model):
+        return model
+    if os.path.isdir(model) or "/" not in model:
+        raise UserError(f"sweep --twin takes Hub ids (org/name), not '{model}': run a folder's own twin with "
+                        "`neuronhelpers run FOLDER --twin`")
+    return twin_id_for(model)
 
 
 def _shelf_models(*, required: bool) -> list[str]:

@@ -41,6 +41,9 @@ def _model_args(p) -> None:
                    help="allow modeling code from the checkpoint (read it first)")
     p.add_argument("--cores", type=int, default=None,
                    help="force a core count (1, 2, 4, 8, 16); default: the planner's")
+    p.add_argument("--twin", action="store_true",
+                   help="the model's own twin: its config.json (from the Hub, the cache or the corpus shipped with "
+                        "neuronhelpers; never its weights), sizes shrunk, every other field kept: tiny/<org>--<name>")
 
 
 def _sweep_args(p) -> None:
@@ -63,6 +66,9 @@ def _model_commands(command, backend, as_json) -> None:
 
     p = command("plan", "print the planner's decision for a model: cores, TP/EP, and why", backend)
     _model_args(p)
+    p.add_argument("--results", default="catalog",
+                   help="a results folder whose answer for the model is printed first: its Trainium row, else its own "
+                        "twin's verdict, else its architecture twin's (default ./catalog, where it exists)")
     p.set_defaults(func=commands_run.cmd_plan)
 
 
@@ -80,6 +86,10 @@ def _sweep_commands(command, backend) -> None:
     p.add_argument("--real", action="store_true", help="Selected: the real Hub ids (needs the Hub and the weights)")
     p.add_argument("--shelf", action="store_true",
                    help="the shelf's installed real checkpoints (neuronhelpers checkpoints), beside their twins")
+    p.add_argument("--twin", action="store_true",
+                   help="each Hub id given as its own twin (tiny/<org>--<name>: its config, sizes shrunk)")
+    p.add_argument("--corpus", action="store_true",
+                   help="every model of the config corpus shipped with neuronhelpers, as its own twin")
     _sweep_args(p)
     p.add_argument("--ray", metavar="ADDRESS", default=None,
                    help="run each model as a Ray task on a cluster: auto (the cluster this machine joined), HOST:PORT, "
@@ -104,6 +114,10 @@ def _dataset_commands(command, as_json) -> None:
                    help="verdicts measured on Trainium to hold the twins against: a folder or hf://datasets/... path, "
                         f"in the published layout or ours (default: hf://datasets/{DEFAULT_DATASET} where the Hub "
                         "answers)")
+    p.add_argument("--isolate", action="store_true",
+                   help="for each model whose own twin's verdict differs from its architecture twin's, set the "
+                        "differing config fields back one at a time (at most 5 runs a model) and record the field "
+                        "responsible in the folder (own_config_fields.json)")
     p.set_defaults(func=commands_data.cmd_causes)
 
     p = command("diff", "compare two version pairs (files) or two dataset folders; with one folder, each pair of "

@@ -84,6 +84,15 @@ def shelf_home() -> Path:
     return Path(os.path.expanduser(raw)) if raw else home() / "shelf"
 
 
+# A shelf folder is complete once this file is in it (models/shelf.py writes it last).
+SHELF_PROVENANCE = "PROVENANCE.json"
+
+
+def shelf_model_folder(hub_id: str) -> Path:
+    """Where the shelf keeps a Hub model's folder (models/shelf.py installs it; a model twin reads its config)."""
+    return shelf_home() / "models" / hub_id.replace("/", "--", 1)
+
+
 def device_dir() -> Path:
     """``NEURONHELPERS_DEVICE_DIR``, default ``/dev``: where the Neuron driver's device files are looked for."""
     return Path(value(DEVICE_DIR_ENV))

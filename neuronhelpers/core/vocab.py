@@ -196,6 +196,18 @@ RAN_ON = {
 RAN_ON_DEVICE = {"neuron": RAN_ON_TRAINIUM, "cpu": "CPU", "cuda": "CUDA"}
 RAN_ON_TWIN, RAN_ON_REAL = "twin", "real checkpoint"
 
+# Where the answer for a Hub id comes from, best first: a row measured on Trainium, else the model's own twin (its
+# config.json, sizes shrunk: twins/own.py), else its architecture's twin (the default config). The label says which.
+ANSWER_TRAINIUM, ANSWER_MODEL_TWIN, ANSWER_ARCHITECTURE_TWIN = "measured on Trainium", "model twin", "architecture twin"
+ANSWERS = {
+    ANSWER_TRAINIUM: "The Hub checkpoint itself, run on AWS Trainium: the answer.",
+    ANSWER_MODEL_TWIN: "A prediction from the model's own config: every field that shapes the graph (sliding window, "
+    "layer pattern, rope scaling, experts' routing, ...) is the model's, only sizes are shrunk (config_changes lists "
+    "them), and the weights are random.",
+    ANSWER_ARCHITECTURE_TWIN: "A prediction from the architecture's default config: the model's own config may differ "
+    "in a field that decides the verdict.",
+}
+
 # The libraries whose models the catalog tests (their PyPI names, as the row's `library`), and which one tests a task.
 TRANSFORMERS = "transformers"
 SENTENCE_TRANSFORMERS = "sentence-transformers"

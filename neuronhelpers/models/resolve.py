@@ -38,6 +38,9 @@ class ModelRef:
     twin_of: str | None = None  # the architecture a tiny twin stands in for
     weights: str | None = None  # where the weights come from: hub, shelf: ..., twin: random, folder
     revision: str | None = None  # the Hub commit, the shelf's package==version, or a twin's files digest
+    twin_from: str | None = None  # a model twin's: the Hub id or folder whose own config built it (twins/own.py)
+    config_digest: str | None = None  # ... that config's sha256
+    config_changes: str | None = None  # ... and the fields the shrink changed
 
     @property
     def is_twin(self) -> bool:
@@ -86,14 +89,18 @@ def task_for_model_type(model_type: str | None, architectures: list | None = Non
     return TEXT_GENERATION
 
 
-def resolve_model(model: str, *, task: str | None = None, trust_remote_code: bool = False) -> ModelRef:
-    """Resolve ``tiny/<model_type>``, a local checkpoint folder, or a Hub id; raise UserError when it cannot run."""
+def resolve_model(model: str, *, task: str | None = None, trust_remote_code: bool = False,
+                  twin: bool = False) -> ModelRef:
+    """Resolve ``tiny/<model_type>``, a model twin ``tiny/<org>--<name>``, a local checkpoint folder, or a Hub id;
+    with ``twin``, a Hub id's or folder's own twin (its config, shrunk: twins/own.py). Raise UserError when it cannot
+    run."""
     model = model.strip()
+    if twin and not build.is_twin_id(model):
+        if not (os.path.isdir(model) or _HUB_ID.match(model)):
+            raise UserError(f"--twin needs a Hub id (org/name) or a folder holding a config.json, not '{model}'")
+        return _twin_ref(build.model_twin(model))
     if build.is_twin_id(model):
-        spec = build.twin_spec(model)
-        path = build.build_twin(spec.key)
-        return ModelRef(spec.model_id, str(path), spec.task, spec.model_type, twin_of=spec.model_type,
-                        weights=TWIN_WEIGHTS, revision=files_digest(path))
+        return _twin_ref(build.twin_spec(model))
     if os.path.isdir(model):
         # The row and the rendered run.py both name the absolute folder: run.py runs in another working
         # directory, where a relative path would send from_pretrained to the Hub instead.
@@ -114,6 +121,15 @@ def resolve_model(model: str, *, task: str | None = None, trust_remote_code: boo
         f"unknown model '{model}': give a Hub id (org/name), a local checkpoint folder, or a tiny twin such "
         "as tiny/qwen3"
     )
+
+
+def _twin_ref(spec) -> ModelRef:
+    """A built twin as a ModelRef: an architecture twin, or a model twin with whose config built it (TWIN.json)."""
+    path = build.build_twin(spec)
+    record = json.loads((path / "TWIN.json").read_text())
+    return ModelRef(spec.model_id, str(path), spec.task, spec.model_type, twin_of=spec.model_type,
+                    weights=TWIN_WEIGHTS, revision=files_digest(path), twin_from=record.get("twin_from"),
+                    config_digest=record.get("config_digest"), config_changes=record.get("config_changes"))
 
 
 def _hub_snapshot(repo_id: str) -> Path:

@@ -29,7 +29,7 @@ from neuronhelpers.core import settings
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.vocab import FEATURE_EXTRACTION, TEXT_GENERATION
 
-PROVENANCE = "PROVENANCE.json"
+PROVENANCE = settings.SHELF_PROVENANCE
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def shelf_home() -> Path:
 
 
 def folder_of(entry: ShelfEntry) -> Path:
-    return shelf_home() / "models" / entry.hub_id.replace("/", "--")
+    return settings.shelf_model_folder(entry.hub_id)
 
 
 def provenance(entry: ShelfEntry) -> dict | None:

@@ -29,6 +29,7 @@ from neuronhelpers.run.measure import eager_not_tried
 from neuronhelpers.run.reference import cached_reference, reference_key, store_reference
 from neuronhelpers.store import schema
 from neuronhelpers.twins import build
+from neuronhelpers.twins.own import own_of
 from neuronhelpers.verdict.classify import classify_failure
 from neuronhelpers.verdict.declared import declared_fullgraph
 from neuronhelpers.verdict.evidence import eager_columns, evidence_level, speedup
@@ -63,7 +64,8 @@ class PlannedRun:
         """The row columns that say what was tested with what (the resume key is taken from these)."""
         return dict(
             model_id=self.ref.model_id, task=self.ref.task, model_type=self.ref.model_type, twin_of=self.ref.twin_of,
-            weights=self.ref.weights, revision=self.ref.revision,
+            twin_from=self.ref.twin_from, config_digest=self.ref.config_digest,
+            config_changes=self.ref.config_changes, weights=self.ref.weights, revision=self.ref.revision,
             **versions.version_columns(self.backend, self.library),
             neuron_cores=None if self.plan.excluded else self.plan.cores,
             parallelism=None if self.plan.excluded else self.plan.parallelism,
@@ -89,10 +91,10 @@ def plan_run(model: str | ModelRef, *, backend: str | Backend | None = None, dty
 
 def untested_row(model_id: str, backend: Backend, *, stage: str, error: str, cause: str, task: str | None = None,
                  model_type: str | None = None, twin_of: str | None = None, library: str = vocab.TRANSFORMERS,
-                 weights: str | None = None) -> dict:
-    """A row that says no verdict could be reached here, and why (never a FAIL)."""
+                 weights: str | None = None, **columns) -> dict:
+    """A row that says no verdict could be reached here, and why (never a FAIL); ``columns``: further identity."""
     return schema.new_row(
-        model_id=model_id, task=task, model_type=model_type, twin_of=twin_of, weights=weights,
+        model_id=model_id, task=task, model_type=model_type, twin_of=twin_of, weights=weights, **columns,
         **versions.version_columns(backend, library),
         result=UNTESTED, stage=stage, error=error, cause=cause, packages=versions.installed_packages())
 
@@ -109,13 +111,16 @@ def prepare_run(model: str | ModelRef, *, backend: str | Backend | None = None, 
         return plan_run(model, backend=be, dtype=dtype, trust_remote_code=trust_remote_code, cores=cores)
     except build.TwinUnavailable as exc:
         library = vocab.LIBRARY_FOR_TASK.get(exc.spec.task, vocab.TRANSFORMERS)
+        own = own_of(exc.spec) or {}  # a model twin's: whose config it was built from
+        columns = {"twin_from": own.get("twin_from"), "config_digest": own.get("digest")}
         if exc.stage == EXCLUDED:  # no twin was written for it: deliberately not run (vocab.UNTESTED_TWIN's rule)
             return schema.new_row(model_id=exc.spec.model_id, task=exc.spec.task, model_type=exc.spec.model_type,
                                   twin_of=exc.spec.model_type, weights=TWIN_WEIGHTS, result=EXCLUDED, error=exc.reason,
-                                  **versions.version_columns(be, library), packages=versions.installed_packages())
+                                  **columns, **versions.version_columns(be, library),
+                                  packages=versions.installed_packages())
         return untested_row(exc.spec.model_id, be, stage=exc.stage, error=str(exc), cause=exc.cause, task=exc.spec.task,
                             model_type=exc.spec.model_type, twin_of=exc.spec.model_type, weights=TWIN_WEIGHTS,
-                            library=library)
+                            library=library, **columns)
 
 
 def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | None = None, dtype: str | None = None,

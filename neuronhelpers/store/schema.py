@@ -23,6 +23,12 @@ COLUMNS = [
     ("task", pa.string(), "the task the model was tested on (see Tasks)"),
     ("model_type", pa.string(), "transformers model_type (the architecture)"),
     ("twin_of", pa.string(), "for a tiny twin: the architecture it stands in for; null for real checkpoints"),
+    ("twin_from", pa.string(), "for a model twin (tiny/<org>--<name>): the Hub id or folder whose own config.json "
+     "built it, its sizes shrunk; null for an architecture twin (built from the architecture's default config) and "
+     "for real checkpoints"),
+    ("config_digest", pa.string(), "for a model twin: sha256 of the config.json that built it"),
+    ("config_changes", pa.string(), "for a model twin: the fields the shrink changed (`field before->after`, `; ` "
+     "between); every other field is the model's own"),
     ("weights", pa.string(), "where the weights came from: `hub` (the Hub checkpoint), `shelf: ...` (a real checkpoint "
      "a registry package ships, e.g. a GGUF dequantized to float32: evidence, not the Hub checkpoint's result, and "
      "never published), `twin: random` (a tiny twin) or `folder` (a local folder)"),

@@ -17,6 +17,7 @@ isolated build's child). Taught in notebook 02 and the architecture catalog note
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -38,8 +39,10 @@ from neuronhelpers.core.vocab import (
     UNTESTED_TWIN,
 )
 from neuronhelpers.twins.broken import BREAKAGES, break_copy, check_breakage, check_perturbable, perturb_copy
+from neuronhelpers.twins.corpus import model_id_of
 from neuronhelpers.twins.libraries import check_twin_runs as check_library_twin_runs
 from neuronhelpers.twins.libraries import write_twin as write_library_twin
+from neuronhelpers.twins.own import config_changes, describe_changes, model_twin_spec, own_of, unkept
 from neuronhelpers.twins.shrink import TEXT_SHRINK, VISION_SHRINK, shrunk_config  # noqa: F401 - read by tests
 from neuronhelpers.twins.specs import (
     LIBRARY_TASKS,
@@ -51,15 +54,15 @@ from neuronhelpers.twins.specs import (
     architectures,
     is_twin_id,
     mapped_tasks,
-    twin_spec,
 )
+from neuronhelpers.twins.specs import twin_spec as architecture_twin_spec
 from neuronhelpers.twins.speech import write_speech_twin
 from neuronhelpers.twins.text import write_text_twin
 from neuronhelpers.twins.vision.build import write_vlm_twin
 from neuronhelpers.twins.weights import choose_embeddings
 
-__all__ = ["build_twin", "known_twin", "twin_path", "twin_home", "check_twin_runs", "broken_twin", "perturbed_twin",
-           "TwinUnavailable", "WRITERS", "EAGER_CHECKS", "BREAKAGES",
+__all__ = ["build_twin", "model_twin", "known_twin", "twin_path", "twin_home", "check_twin_runs", "broken_twin",
+           "perturbed_twin", "TwinUnavailable", "WRITERS", "EAGER_CHECKS", "BREAKAGES",
            # re-exported from specs.py and shrink.py, where other code reads them through this module
            "TwinSpec", "TWIN_PREFIX", "MAX_TWIN_PARAMETERS", "LIBRARY_TASKS", "TEXT_GENERATION", "IMAGE_TEXT_TO_TEXT",
            "TEXT_SHRINK", "VISION_SHRINK", "architectures", "twin_spec", "is_twin_id", "mapped_tasks", "shrunk_config"]
@@ -136,17 +139,44 @@ def _spec_digest(spec: TwinSpec) -> str:
     here = Path(__file__).parent  # the builders' code: every module of the twins package
     builder = hashlib.sha256(b"".join(path.read_bytes() for path in sorted(here.rglob("*.py")))).hexdigest()
     blob = json.dumps([TWIN_FORMAT, spec.key, spec.model_type, spec.task, spec.overrides, builder,
-                       transformers.__version__, torch.__version__.split("+")[0]], sort_keys=True, default=str)
+                       transformers.__version__, torch.__version__.split("+")[0]] + ([spec.own] if spec.own else []),
+                      sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
-def twin_path(model_id_or_type: str) -> Path:
+def twin_path(model_id_or_type: str | TwinSpec) -> Path:
     """The folder a twin is (or will be) saved in; built checkpoints are keyed by spec and library version."""
-    spec = twin_spec(model_id_or_type)
+    spec = model_id_or_type if isinstance(model_id_or_type, TwinSpec) else twin_spec(model_id_or_type)
     return twin_home() / f"{spec.key}-{_spec_digest(spec)}"
 
 
-def build_twin(model_id_or_type: str, *, force: bool = False, isolated: bool = True) -> Path:
+# Model twins made in this process (a folder's twin cannot be found again from its name alone).
+_MODEL_TWINS: dict[str, TwinSpec] = {}
+
+
+def model_twin(source: str) -> TwinSpec:
+    """The spec of a model's own twin (a Hub id or a folder holding a config.json; own.py), remembered in this
+    process under its name."""
+    spec = model_twin_spec(source)
+    if spec.key in {s.key for s in architectures()}:
+        raise UserError(f"the folder name '{spec.key}' is an architecture twin's name: rename the folder")
+    _MODEL_TWINS[spec.key] = spec
+    return spec
+
+
+def twin_spec(model_id_or_type: str) -> TwinSpec:
+    """The spec of ``tiny/<model_type>`` (an architecture twin, specs.twin_spec) or of a model twin: ``tiny/<org>--
+    <name>`` (its config read again: own.py) or a folder's twin made in this process."""
+    key = model_id_or_type[len(TWIN_PREFIX):] if is_twin_id(model_id_or_type) else model_id_or_type
+    if key in _MODEL_TWINS:
+        return _MODEL_TWINS[key]
+    hub_id = model_id_of(key)
+    if hub_id and key not in {s.key for s in architectures()}:
+        return model_twin(hub_id)
+    return architecture_twin_spec(model_id_or_type)
+
+
+def build_twin(model_id_or_type: str | TwinSpec, *, force: bool = False, isolated: bool = True) -> Path:
     """Build (or reuse) the twin and return the folder ``from_pretrained`` loads it from.
 
     The build runs in a child process (``isolated``) with a timeout and a memory limit: building runs the
@@ -156,8 +186,8 @@ def build_twin(model_id_or_type: str, *, force: bool = False, isolated: bool = T
     twin cannot be built or does not run, ``TwinUnavailable`` says why; the failure is remembered next to
     the twins (keyed like the twin) so the next sweep does not pay for it again (``force`` retries).
     """
-    spec = twin_spec(model_id_or_type)
-    dest = twin_path(spec.key)
+    spec = model_id_or_type if isinstance(model_id_or_type, TwinSpec) else twin_spec(model_id_or_type)
+    dest = twin_path(spec)
     if not force:
         known = known_twin(spec)
         if known is not None:
@@ -194,8 +224,27 @@ def _write_twin(spec: TwinSpec, folder: Path) -> None:
     which marks the folder as a twin."""
     with quiet_libraries():
         WRITERS[spec.task](spec, folder)
+        own = _own_record(spec, folder)
         chosen = None if spec.task in LIBRARY_TASKS else choose_embeddings(spec, folder)
-    write_twin_json(spec, folder, chosen)
+    write_twin_json(spec, folder, chosen, own)
+
+
+def _own_record(spec: TwinSpec, folder: Path) -> dict | None:
+    """A model twin's TWIN.json entries: whose config built it, its digest, where it was read, and what the shrink
+    changed. A change to a field that is not a size refuses the twin (it would not compute what the model does)."""
+    own = own_of(spec)
+    if own is None:
+        return None
+    changes = config_changes(json.loads(own["files"]["config.json"]), json.loads((folder / "config.json").read_text()))
+    kept_not = unkept(changes, spec.task)
+    if kept_not:
+        failed = ValueError("the shrink could not keep " + ", ".join(
+            f"{key} ({json.dumps(changes[key][0], default=str)[:40]} -> "
+            f"{json.dumps(changes[key][1], default=str)[:40]})" for key in kept_not[:4]))
+        failed.twin_step = "shrink"
+        raise failed
+    return {"twin_from": own["twin_from"], "config_digest": own["digest"], "config_read": own["read"],
+            "config_changes": describe_changes(changes)}
 
 
 def check_twin_runs(spec: TwinSpec, folder: Path) -> None:
@@ -204,11 +253,13 @@ def check_twin_runs(spec: TwinSpec, folder: Path) -> None:
         EAGER_CHECKS[spec.task](spec, folder)
 
 
-def write_twin_json(spec: TwinSpec, folder: Path, weights: dict | None = None) -> None:
+def write_twin_json(spec: TwinSpec, folder: Path, weights: dict | None = None, own: dict | None = None) -> None:
     """TWIN.json, the one record every twin carries: what it is a twin of, its name and task, the seed and build
-    format, and for a generating twin the embeddings chosen (``weights``). ``known_twin`` recognises a built twin by
-    it (the folder is renamed into place only once checked)."""
-    record = {"twin_of": spec.model_type, "name": spec.key, "task": spec.task, "seed": SEED, "format": TWIN_FORMAT}
+    format, for a generating twin the embeddings chosen (``weights``), for a model twin whose config built it
+    (``own``: twin_from, config_digest, config_read, config_changes). ``known_twin`` recognises a built twin by it
+    (the folder is renamed into place only once checked)."""
+    record = {"twin_of": spec.model_type, "name": spec.key, "task": spec.task, "seed": SEED, "format": TWIN_FORMAT,
+              **(own or {})}
     (Path(folder) / "TWIN.json").write_text(json.dumps({**record, **({"weights": weights} if weights else {})},
                                                        indent=1))
 
@@ -219,7 +270,7 @@ def _unavailable_marker(dest: Path) -> Path:
 
 def known_twin(spec: TwinSpec) -> Path | None:
     """The built twin's folder; raises TwinUnavailable when building it failed before; None when never tried."""
-    dest = twin_path(spec.key)
+    dest = twin_path(spec)
     if (dest / "TWIN.json").is_file():  # written last, into a folder renamed into place only once checked
         return dest
     marker = _unavailable_marker(dest)
@@ -234,8 +285,19 @@ def _build_in_child(spec: TwinSpec, force: bool) -> Path:
     from neuronhelpers.process.tree import execute
 
     args = ["build", spec.key] + (["--force"] if force else [])
-    outcome = execute(None, args, module="neuronhelpers.twins.build", timeout=BUILD_TIMEOUT_S,
-                      memory_limit_bytes=BUILD_MEMORY_BYTES)
+    spec_file = None
+    if spec.own:  # a model twin: the child builds from the config this process read (a folder's has no name to go by)
+        twin_home().mkdir(parents=True, exist_ok=True)
+        fd, spec_file = tempfile.mkstemp(prefix=f".{spec.key}-", suffix=".spec.json", dir=twin_home())
+        with os.fdopen(fd, "w") as out:
+            json.dump(dataclasses.asdict(spec), out)
+        args += ["--spec", spec_file]
+    try:
+        outcome = execute(None, args, module="neuronhelpers.twins.build", timeout=BUILD_TIMEOUT_S,
+                          memory_limit_bytes=BUILD_MEMORY_BYTES)
+    finally:
+        if spec_file:
+            os.unlink(spec_file)
     found = known_twin(spec)  # the child wrote the twin, or the reason it could not
     if found is not None:
         return found
@@ -296,10 +358,13 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2 or argv[0] != "build":
-        print("usage: python -m neuronhelpers.twins.build build MODEL_TYPE [--force]", file=sys.stderr)
+        print("usage: python -m neuronhelpers.twins.build build MODEL_TYPE [--force] [--spec FILE]", file=sys.stderr)
         return 2
+    target = argv[1]
+    if "--spec" in argv:  # a model twin's spec, written by the parent (_build_in_child)
+        target = TwinSpec(**json.loads(Path(argv[argv.index("--spec") + 1]).read_text()))
     try:
-        print(build_twin(argv[1], force="--force" in argv, isolated=False))
+        print(build_twin(target, force="--force" in argv, isolated=False))
     except TwinUnavailable as exc:  # the reason is on disk (known_twin) and printed for the parent
         print(exc, file=sys.stderr)
         return 1

@@ -9,12 +9,24 @@ import json
 
 from neuronhelpers.twins.configs import layer_count, try_setattr, vision_config, walk_configs
 
-_INDEX_WORDS = ("layer", "index", "indexes", "indices", "idx")
+INDEX_WORDS = ("layer", "index", "indexes", "indices", "idx")  # names of per-layer index lists (own.py reads it too)
+
+
+def layer_period(values: list) -> int:
+    """The shortest period of a per-layer list (gemma3's five sliding layers then one full: 6); its length when it
+    does not repeat."""
+    for period in range(1, len(values) + 1):
+        if all(values[i] == values[i % period] for i in range(len(values))):
+            return period
+    return len(values)
 
 
 def resize_layer_list(config, key, value, before, after):
     """A list attribute after the depth went from ``before`` to ``after`` layers."""
     if len(value) == before:
+        if 1 < after < before and all(value[i] == value[i % after] for i in range(before)):
+            setattr(config, key, value[:after])  # a repeating pattern the new depth holds whole: kept as it is
+            return
         # one entry per layer: keep every kind the architecture mixes, in order of appearance
         kinds = list(dict.fromkeys(json.dumps(v, sort_keys=True, default=str) for v in value))
         if len(kinds) <= after:
@@ -28,7 +40,7 @@ def resize_layer_list(config, key, value, before, after):
         else:
             setattr(config, key, value[:after])
         return
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in value) and any(w in key for w in _INDEX_WORDS):
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in value) and any(w in key for w in INDEX_WORDS):
         if all(-before <= v < before for v in value):
             new = [min(v, after - 1) if v >= 0 else max(v, -after) for v in value]
             setattr(config, key, new if isinstance(value, list) else tuple(new))

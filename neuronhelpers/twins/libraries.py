@@ -25,6 +25,7 @@ from pathlib import Path
 from neuronhelpers.core.quiet import quiet_libraries
 from neuronhelpers.core.vocab import FEATURE_EXTRACTION, TEXT_TO_IMAGE
 from neuronhelpers.twins.overrides import reason
+from neuronhelpers.twins.own import base_config, own_overrides, own_table
 from neuronhelpers.twins.pipelines import IMAGE_SIZE, parameter_count, write_pipeline_twin
 from neuronhelpers.twins.shrink import TEXT_SHRINK, shrunk_config
 from neuronhelpers.twins.specs import (
@@ -148,7 +149,11 @@ def _st_model(spec, folder: Path) -> None:
     token_ids = {"vocab_size": len(tok), "pad_token_id": tok.pad_token_id}
     if decoder:
         token_ids.update(eos_token_id=tok.eos_token_id, tie_word_embeddings=False)
-    config = shrunk_config(spec.model_type, TEXT_SHRINK, spec.overrides, **token_ids)
+    base = base_config(spec)  # a model twin's own config (own.py): its pooling stays the architecture twin's
+    if base is None:
+        config = shrunk_config(spec.model_type, TEXT_SHRINK, spec.overrides, **token_ids)
+    else:
+        config = shrunk_config(spec.model_type, own_table(spec), own_overrides(spec, spec.overrides), base, **token_ids)
     for key, value in token_ids.items():  # a default config that leaves them None (esm) takes them too
         if getattr(config, key, None) is None:
             setattr(config, key, value)

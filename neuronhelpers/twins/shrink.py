@@ -171,11 +171,15 @@ def shrink_any(config, table, overrides=None):
         config.per_layer_config = scaled
 
 
-def default_config(model_type: str, ov: Override = NO_OVERRIDE):
+def default_config(model_type: str, ov: Override = NO_OVERRIDE, base: dict | None = None):
     """``AutoConfig.for_model`` with the family's top-level attributes, and the optional vision tower a default config
-    leaves out (gemma4) added: the twin has one."""
+    leaves out (gemma4) added: the twin has one. With ``base`` (a model's own config.json, read as loading reads it)
+    the model's config instead, the family's attributes only where it leaves them unset (a model twin: own.py)."""
     from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
+    if base is not None:
+        return CONFIG_MAPPING[model_type].from_dict({**copy.deepcopy(ov.config), **copy.deepcopy(base)})
     config = AutoConfig.for_model(model_type, **copy.deepcopy(ov.config))
     for key, spec in (getattr(config, "sub_configs", {}) or {}).items():
         cls = getattr(spec, "config_class", spec)
@@ -198,8 +202,10 @@ def _shrink_tree(config, tree, ov: Override, text_table, text_twin):
     return top_is_text
 
 
-def shrink_config(config, ov: Override = NO_OVERRIDE, text_table: dict | None = None, text_twin: bool = False):
-    """The default ``config`` shrunk (see the module docstring); returns the config rebuilt as loading will."""
+def shrink_config(config, ov: Override = NO_OVERRIDE, text_table: dict | None = None, text_twin: bool = False,
+                  keep: frozenset = frozenset()):
+    """The default ``config`` shrunk (see the module docstring); returns the config rebuilt as loading will (``keep``:
+    names a model's own config sets, never derived again from class defaults)."""
     text_table = TEXT_SHRINK if text_table is None else text_table
     original, before_geometry = snapshot(config), geometry(config)
     orig_vision_depth = layer_count(vision_config(config))
@@ -227,20 +233,31 @@ def shrink_config(config, ov: Override = NO_OVERRIDE, text_table: dict | None = 
     for key, value in ov.config.items():
         setattr(config, key, copy.deepcopy(value))
     # a round trip re-runs each config's own derivations (per-layer types, mirrored widths) as loading will
-    return rebuilt(config, original, set(ov.config) | set(ov.text) | set(ov.vision))
+    return rebuilt(config, original, set(ov.config) | set(ov.text) | set(ov.vision) | set(keep))
 
 
-def build_config(model_type: str, ov: Override = NO_OVERRIDE, text_table: dict | None = None, text_twin: bool = False):
-    """AutoConfig.for_model, every config in the tree shrunk by its role, widths kept consistent (the text
-    twins' config too: ``text_table``, and the family's overrides as ``ov.text``)."""
-    return shrink_config(default_config(model_type, ov), ov, text_table, text_twin)
+def build_config(model_type: str, ov: Override = NO_OVERRIDE, text_table: dict | None = None, text_twin: bool = False,
+                 base: dict | None = None):
+    """AutoConfig.for_model (or a model's own config, ``base``), every config in the tree shrunk by its role, widths
+    kept consistent (the text twins' config too: ``text_table``, and the family's overrides as ``ov.text``)."""
+    return shrink_config(default_config(model_type, ov, base), ov, text_table, text_twin, own_keys(base))
 
 
-def shrunk_config(model_type: str, table: dict, overrides: dict | None = None, **fixed):
-    """A text twin's config: the architecture's own config built small by ``build_config`` with ``table`` and the
-    family's ``overrides`` (its text attributes); then the ``fixed`` values (token ids; ``vocab_size`` is every
-    vocabulary of the language side)."""
-    config = build_config(model_type, Override(why="", text=dict(overrides or {})), text_table=table, text_twin=True)
+def own_keys(base: dict | None) -> frozenset:
+    """The names a model's own config sets (top level and its sub-configs'): its values, not derived defaults."""
+    if not base:
+        return frozenset()
+    names = set(base).union(*(v for v in base.values() if isinstance(v, dict) and "model_type" in v))
+    # rope_theta and rope_scaling are read into rope_parameters at load: derived from the model's values, not defaults
+    return frozenset(names | {"rope_parameters"})
+
+
+def shrunk_config(model_type: str, table: dict, overrides: dict | None = None, base: dict | None = None, **fixed):
+    """A text twin's config: the architecture's own config (or the model's, ``base``) built small by ``build_config``
+    with ``table`` and the family's ``overrides`` (its text attributes); then the ``fixed`` values (token ids;
+    ``vocab_size`` is every vocabulary of the language side)."""
+    config = build_config(model_type, Override(why="", text=dict(overrides or {})), text_table=table, text_twin=True,
+                          base=base)
     fixed = dict(fixed)
     if "vocab_size" in fixed:
         set_vocab(config, fixed.pop("vocab_size"))
@@ -251,8 +268,9 @@ def shrunk_config(model_type: str, table: dict, overrides: dict | None = None, *
     return type(config).from_dict(config.to_dict())  # validated as loading will
 
 
-def text_config(model_type: str, tok, overrides: dict | None = None):
-    """A text twin's config, its token ids and vocabulary those of ``tok``."""
+def text_config(model_type: str, tok, overrides: dict | None = None, table: dict | None = None,
+                base: dict | None = None):
+    """A text twin's config, its token ids and vocabulary those of ``tok`` (``table`` and ``base``: a model twin's)."""
     token_ids = {"vocab_size": len(tok), "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id,
                  "pad_token_id": tok.pad_token_id}
-    return shrunk_config(model_type, TEXT_SHRINK, overrides, **token_ids)
+    return shrunk_config(model_type, TEXT_SHRINK if table is None else table, overrides, base, **token_ids)

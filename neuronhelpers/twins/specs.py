@@ -64,6 +64,9 @@ class TwinSpec:
     task: str = TEXT_GENERATION
     overrides: dict = field(default_factory=dict)
     name: str | None = None  # the twin's name when it differs from model_type (twins of other libraries)
+    # a model twin's config and where it came from (own.py: JSON of twin_from, files, read, digest); None for the
+    # architecture's twin
+    own: str | None = None
 
     @property
     def model_id(self) -> str:

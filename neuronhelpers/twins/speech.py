@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuronhelpers.twins.configs import log, walk_configs
+from neuronhelpers.twins.own import base_config, own_overrides, own_table
 from neuronhelpers.twins.shrink import TEXT_SHRINK, shrunk_config
 from neuronhelpers.twins.specs import SEED
 from neuronhelpers.twins.text import check_size
@@ -262,6 +263,9 @@ def write_speech_twin(spec, folder: Path) -> None:
     start_token = WHISPER_TOKENS["decoder_start"] if spec.model_type == "whisper" else fix.start
     start = tok.convert_tokens_to_ids(start_token) if start_token else tok.bos_token_id
     ids = {"bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}
+    base = base_config(spec)  # a model twin's own config (own.py), else the architecture's default
+    if fix.pair and base is not None:
+        raise ValueError("a model twin is built from one config; this family joins an encoder and a decoder config")
     if fix.pair:  # each part shrunk on its own, joined as the checkpoints join them
         from transformers import SpeechEncoderDecoderConfig
 
@@ -270,7 +274,11 @@ def write_speech_twin(spec, folder: Path) -> None:
         config = SpeechEncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder, decoder_start_token_id=start,
                                                                          **ids)
     else:
-        config = shrunk_config(spec.model_type, SPEECH_SHRINK, {**fix.config, **spec.overrides}, vocab_size=len(tok),
+        overrides = {**fix.config, **spec.overrides}
+        table = SPEECH_SHRINK
+        if base is not None:
+            overrides, table = own_overrides(spec, overrides), own_table(spec, SPEECH_SHRINK)
+        config = shrunk_config(spec.model_type, table, overrides, base, vocab_size=len(tok),
                                decoder_start_token_id=start, **ids)
     config = _after_shrink(config, fix, tok)
     untie_output_head(config)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from neuronhelpers.twins.overrides import reason
+from neuronhelpers.twins.own import base_config, own_overrides, own_table
 from neuronhelpers.twins.shrink import text_config
 from neuronhelpers.twins.specs import MAX_TWIN_PARAMETERS, SEED
 from neuronhelpers.twins.tokenizers import text_tokenizer
@@ -34,7 +35,11 @@ def write_text_twin(spec, folder: Path) -> None:
     if spec.overrides.get("no_twin"):
         raise ValueError(f"not a text generator on its own: {reason(spec.model_type)}")
     tok = text_tokenizer()
-    config = text_config(spec.model_type, tok, spec.overrides)
+    base = base_config(spec)  # a model twin's own config (own.py), else the architecture's default
+    if base is None:
+        config = text_config(spec.model_type, tok, spec.overrides)
+    else:
+        config = text_config(spec.model_type, tok, own_overrides(spec, spec.overrides), own_table(spec), base)
     untie_output_head(config)
     check_size(AutoModelForCausalLM, config)
     torch.manual_seed(SEED)

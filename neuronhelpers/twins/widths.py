@@ -169,8 +169,21 @@ def _modeling_mentions(config, word):
         return False
 
 
+# Rope parameters that hold one value per rotary frequency (head_dim * partial_rotary_factor / 2 of them).
+_PER_FREQUENCY = ("short_factor", "long_factor")
+
+
+def _resampled(values: list, n: int) -> list:
+    """``n`` of ``values`` spread evenly from the first to the last (a per-frequency list for a smaller head keeps
+    its range and its order)."""
+    if n == 1:
+        return [values[0]]
+    return [values[round(i * (len(values) - 1) / (n - 1))] for i in range(n)]
+
+
 def fix_rope(config):
-    """Multimodal rope splits head_dim/2 frequencies into sections: resize them to the shrunk head_dim."""
+    """Lists sized by the rotary frequencies, resized to the shrunk head_dim: multimodal rope's sections, longrope's
+    per-frequency factors."""
     head_dim = get(config, "head_dim") or 16
     wants_mrope = "mrope_section" in (getattr(type(config), "ignore_keys_at_rope_validation", None) or ()) or (
         _modeling_mentions(config, "mrope_section"))
@@ -181,6 +194,10 @@ def fix_rope(config):
     for params in nested or [rope]:
         factor = params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", None) or 1.0)
         half = int(head_dim * factor) // 2
+        for name in _PER_FREQUENCY:  # longrope's factor per frequency: one per rotary dimension pair
+            values = params.get(name)
+            if isinstance(values, list) and len(values) > half > 0:
+                params[name] = _resampled(values, half)
         section = params.get("mrope_section")
         if isinstance(section, list) and section:
             params["mrope_section"] = _sections(half, section)

@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 from neuronhelpers.core.errors import first_line
 from neuronhelpers.core.quiet import quiet_libraries
 from neuronhelpers.twins.configs import geometry, sync_vocab
 from neuronhelpers.twins.overrides import override
-from neuronhelpers.twins.shrink import default_config, shrink_config
+from neuronhelpers.twins.own import base_config, own_overrides, own_table
+from neuronhelpers.twins.shrink import default_config, own_keys, shrink_config
 from neuronhelpers.twins.specs import MAX_TWIN_PARAMETERS, SEED, TwinError
 from neuronhelpers.twins.vision.images import build_feature_extractor, build_image_processor, build_video_processor
 from neuronhelpers.twins.vision.probe import ProbeState, make_model, probe
@@ -43,13 +45,14 @@ from neuronhelpers.twins.weights import decisive_weights, untie_output_head
 __all__ = ["TwinError", "build_vlm_twin", "write_vlm_twin"]
 
 
-def build_vlm_twin(model_type: str, folder) -> Path:
-    """Build the tiny twin of ``model_type`` into ``folder``; raise TwinError (one line) when it cannot."""
+def build_vlm_twin(model_type: str, folder, spec=None) -> Path:
+    """Build the tiny twin of ``model_type`` (of a model's own config: ``spec``, a model twin's) into ``folder``;
+    raise TwinError (one line) when it cannot."""
     with quiet_libraries():
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return _build(model_type, Path(folder))
+                return _build(model_type, Path(folder), spec)
         except TwinError:
             raise
         except Exception as exc:  # any failure of the architecture's own code: one line, the cause kept as __cause__
@@ -58,7 +61,7 @@ def build_vlm_twin(model_type: str, folder) -> Path:
 
 def write_vlm_twin(spec, folder: Path) -> None:
     """The writer of image-text-to-text twins (the orchestrator's registry calls it with the spec)."""
-    build_vlm_twin(spec.model_type, folder)
+    build_vlm_twin(spec.model_type, folder, spec)
 
 
 def _check_model_class(model_type):
@@ -95,11 +98,17 @@ def _count(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def _assemble(model_type, ov):
+def _assemble(model_type, ov, spec=None):
     """Config, parts, tokens, processor and model, wired together (before the probe)."""
-    config = default_config(model_type, ov)
+    base = base_config(spec) if spec is not None else None  # a model twin's own config (own.py)
+    table = None
+    if base is not None:
+        ov = replace(ov, text=own_overrides(spec, ov.text),
+                     config={k: v for k, v in ov.config.items() if k not in base})
+        table = own_table(spec)
+    config = default_config(model_type, ov, base)
     original = geometry(config)  # the default tower's geometry, which the processors' defaults were made for
-    config = shrink_config(config, ov)
+    config = shrink_config(config, ov, table, keep=own_keys(base))
     untie_output_head(config)
     parts = _parts(model_type, config, ov, original)
     named: dict[str, str] = dict(ov.tokens)
@@ -116,7 +125,7 @@ def _assemble(model_type, ov):
     return ProbeState(model_type, config, parts, named, extra, ov, model=model, trial=processor)
 
 
-def _build(model_type, folder):
+def _build(model_type, folder, spec=None):
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
     if model_type not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
@@ -125,7 +134,7 @@ def _build(model_type, folder):
     if ov.no_twin:
         raise TwinError(ov.why)
     _check_model_class(model_type)
-    state = _assemble(model_type, ov)
+    state = _assemble(model_type, ov, spec)
     # probe: choose where the prompt puts the image (from the processor's own tokens), and fit the
     # processor's image sequence length to the model's feature count
     model, processor, probe_error = probe(state)
