@@ -39,7 +39,8 @@ DIGESTS = {"0.3.0": "aca5d48f4036e481d274138a913c3732b0effba8fa54762ac5ff8fba9f5
            "0.4.0": "88c2b0fe9122c95725d0f46b53ad01674124781658b3c55528c86e9c5700c437",
            "0.4.1": "127242b968a67cde5d80f030748a19b3b894e82dfbb9496ec3e67c7b6bfa919a",
            "0.4.2": "200e7f290d167e315f3b7f965722b50ac87651f7fb2b644fc6bb42dc8256d5b8",
-           "0.4.3": "f4472b54006f914d67ff2250cff2cdaed66ee10d5b471cc5803a2b24bde5bea0"}
+           "0.4.3": "f4472b54006f914d67ff2250cff2cdaed66ee10d5b471cc5803a2b24bde5bea0",
+           "0.4.4": "a980d829de0fd791ec65df460b807d952f0d5acc097c4787e35b8fe590dbc532"}
 
 MODELS = [ModelRef("tiny/llama", "/twins/llama", "text-generation", "llama"),
           ModelRef("tiny/llava", "/twins/llava", "image-text-to-text", "llava"),

@@ -33,7 +33,7 @@ def device_run(params, rank=None):
         cold = generate(model, inputs, kwargs)
         timings["first_call_s"] = time.perf_counter() - t0
         if getattr(model, "_compiled_call", None) is None:  # generate() fell back to the eager forward, silently
-            raise NotCompiled()
+            raise NotCompiled(model)
 
         stage = "run"  # the warm call runs the compiled graphs
         t0 = time.perf_counter()
@@ -110,9 +110,14 @@ def decoder_prompt_length(inputs):
 class NotCompiled(RuntimeError):
     """generate() ran without the compiled forward the recipe asks for."""
 
-    def __init__(self):
-        super().__init__("generate() ran the forward eagerly: transformers did not compile it (no compileable static "
-                         "cache for this architecture, or it opts out of compilation)")
+    def __init__(self, model=None):
+        config = getattr(model, "generation_config", None)
+        if getattr(config, "use_cache", None) is False:  # Yi-1.5, Qwen3-4B: their config.json says use_cache false
+            why = "its config sets use_cache: false, so nothing was compiled; pass use_cache=True to generate()"
+        else:
+            why = ("transformers did not compile it (no compileable static cache for this architecture, or it opts out "
+                   "of compilation)")
+        super().__init__(f"generate() ran the forward eagerly: {why}")
 
 
 # ---- loading -----------------------------------------------------------------------------------------------

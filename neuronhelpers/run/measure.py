@@ -169,7 +169,7 @@ class _TransformersMeasuring(_Measuring):
         cold = self.calls == 0  # the cold call as run.py makes it: no streamer in the way of its compile time
         output = super().measured_call(model, inputs, kwargs if cold else {**kwargs, "streamer": clock})
         if cold and dynamo_traced() is False:  # generate() compiled nothing that dynamo traced: it ran eagerly
-            self.error = self.module.NotCompiled()
+            self.error = self.module.NotCompiled(model)
             raise self.error
         self.last = (model, inputs, kwargs, clock)
         return output
