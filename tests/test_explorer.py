@@ -489,3 +489,21 @@ def test_a_notebook_exported_to_html_offline_says_why_the_explorer_is_not_intera
                                                   ["text/html", "text/plain"]]
     page, _ = HTMLExporter().from_notebook_node(nb)
     assert "The interactive explorer did not render here" in page and "tiny/llama" in page
+
+
+def test_a_model_twin_answers_for_its_model_before_the_architecture_twin(df, tmp_path):
+    """An untested Hub id is hinted with its own twin's verdict (tiny/<org>--<name>, labelled model twin), else its
+    architecture twin's; the Architectures view lists architecture twins only, and its Trainium column reads each
+    model's own twin where one exists."""
+    own = row("tiny/meta-llama--Llama-3.1-8B-Instruct", "FAIL", twin_of="llama", minute=9, stage="compile",
+              cause="FailOnRecompileLimitHit: cumulative_length_int", twin_from="meta-llama/Llama-3.1-8B-Instruct")
+    dataset.append_rows(tmp_path / "more", [own])
+    rows = pd.concat([df, dataset.load_results(tmp_path / "more")], ignore_index=True)
+    table = by_model(view_table("Selected", rows, **NEWEST))
+    assert table.at["meta-llama/Llama-3.1-8B-Instruct", "note"] == (
+        "model twin tiny/meta-llama--Llama-3.1-8B-Instruct: FAIL at compile: FailOnRecompileLimitHit: "
+        "cumulative_length_int")
+    assert table.at["meta-llama/Llama-3.2-1B-Instruct", "note"] == "architecture twin tiny/llama: PASS"
+    architectures = view_table("Architectures", rows, **NEWEST)
+    assert "tiny/meta-llama--Llama-3.1-8B-Instruct" not in set(architectures.model)
+    assert "tiny/llama" in set(architectures.model)

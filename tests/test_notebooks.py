@@ -72,7 +72,7 @@ PROBES = {
              "live": row["result"], "agreement": agreement_line(agreement), "real_rows": len(agreement),
              "declared_line": disagreement_line(declared), "disagree": int(declared.disagree.sum()),
              "verdict_columns": list(verdicts_per_pair(twins_only).columns), "ex1": exercise_1, "ex2": exercise_2,
-             "ex3": exercise_3,
+             "ex3": exercise_3, "own_config": own_config_line(effects),
              "trainium_line": trainium_line, "trainium_compared": len(trainium)}""",
 }
 
@@ -278,5 +278,10 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path, wor
         assert "transformers 6.2.0" not in text and "transformers 0.42.1" not in text and "np.int64" not in text
         assert lesson["ex1"]["count"] >= 5 and lesson["ex1"]["stage"] in ("compile", "run", "mismatch")
         assert lesson["ex2"]["top_cause"].startswith("recompile limit: StaticSlidingWindowLayer"), lesson["ex2"]
-        assert lesson["ex3"] == {"architecture": "xlm-roberta", "twin_result": "PASS"}, lesson["ex3"]
+        assert lesson["ex3"] == {"architecture": "xlm-roberta", "answer": "architecture twin", "result": "PASS"}, \
+            lesson["ex3"]
+        # a model's own config against its architecture's: Phi-3.5's real sliding window turns phi3's PASS
+        assert "own config changes its architecture's verdict for " in lesson["own_config"]
+        assert "microsoft/Phi-3.5-mini-instruct FAIL at compile (architecture twin PASS; field: sliding_window)" in \
+            lesson["own_config"], lesson["own_config"]
         assert lesson["ex2"]["top_count"] * 2 > lesson["ex2"]["declared_true_fail"]  # most of them

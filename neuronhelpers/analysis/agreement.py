@@ -14,10 +14,33 @@ from __future__ import annotations
 
 import pandas as pd
 
-from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS, WEIGHTS_TWIN
+from neuronhelpers.core.vocab import (
+    ANSWER_ARCHITECTURE_TWIN,
+    ANSWER_MODEL_TWIN,
+    EXCLUDED,
+    FAIL,
+    PASS,
+    WEIGHTS_TWIN,
+)
 from neuronhelpers.store.dataset import newest_per_model, version_pairs
 from neuronhelpers.store.example import is_example
 from neuronhelpers.store.schema import measured_on_trainium, weights_kinds
+from neuronhelpers.twins.own import twin_id_for
+
+
+def model_twin_rows(rows: pd.DataFrame) -> pd.Series:
+    """Which rows are model twins' (built from a model's own config: ``twin_from`` set, twins/own.py)."""
+    if "twin_from" not in rows:
+        return pd.Series(False, index=rows.index)
+    return rows["twin_from"].notna() & rows["twin_of"].notna()
+
+
+def architecture_twin_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The architecture twins' rows (``tiny/<model_type>``, from the default config): one per architecture, what
+    counts, causes and release steps are about (a model twin answers for its model)."""
+    if "twin_of" not in rows:
+        return rows.iloc[0:0]
+    return rows[rows["twin_of"].notna() & ~model_twin_rows(rows)]
 
 PAIR = ["library", "compiler_version", "library_version"]
 COLUMNS = ["model_id", "weights", "model_type", *PAIR, "result", "stage", "twin_model", "twin_result", "twin_stage",
@@ -34,16 +57,19 @@ def twin_agreement(df: pd.DataFrame) -> pd.DataFrame:
     the same version pair: the real row's result and stage, the twin's, and whether they agree."""
     if df.empty:
         return pd.DataFrame(columns=COLUMNS)
-    df = df.assign(weights_kind=weights_kinds(df.get("weights"), df["model_id"]))
+    df = df.assign(weights_kind=weights_kinds(df.get("weights"), df["model_id"]), own=model_twin_rows(df))
     judged = newest_per_model(df[df.result.isin([PASS, FAIL]) & df.model_type.notna()],
                               ["model_id", "weights_kind", *PAIR])
     twins = judged[judged.weights_kind == WEIGHTS_TWIN]
     real = judged[judged.weights_kind != WEIGHTS_TWIN]
     out = []
     for row in real.itertuples(index=False):
-        same = twins[(twins.model_type == row.model_type) & (twins.library == row.library)
-                     & (twins.compiler_version == row.compiler_version)
-                     & (twins.library_version == row.library_version)]
+        pair = ((twins.library == row.library) & (twins.compiler_version == row.compiler_version)
+                & (twins.library_version == row.library_version))
+        # the model's own twin where it has one (built from its config), else its architecture's
+        same = twins[pair & (twins.model_id == twin_id_for(row.model_id))]
+        if same.empty:
+            same = twins[pair & (twins.model_type == row.model_type) & ~twins.own]
         if same.empty:
             continue
         twin = same.sort_values("model_id").iloc[0]  # one twin per architecture and library; sorted, to be stable
@@ -56,13 +82,16 @@ def twin_agreement(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def agreement_line(frame: pd.DataFrame) -> str:
-    """'twins agree with N of M real checkpoints', then each disagreement: the model, its verdict, the twin's."""
+    """'twins agree with N of M real checkpoints', then each disagreement: the model, its verdict, the twin's (each
+    real checkpoint's own twin where one ran, else its architecture's)."""
     if frame.empty:
         return ("twins agree with 0 of 0 real checkpoints: no real checkpoint ran beside its twin in these rows "
                 "(make sweep-shelf)")
     pairs = len(frame[PAIR].drop_duplicates())
     counted = "real checkpoints" if pairs == 1 else f"real-checkpoint rows (one per checkpoint and pair, {pairs} pairs)"
-    line = f"twins agree with {int(frame.agree.sum())} of {len(frame)} {counted}"
+    own = int(frame["twin_model"].isin([twin_id_for(m) for m in frame["model_id"]]).sum())
+    line = f"twins agree with {int(frame.agree.sum())} of {len(frame)} {counted}" + (
+        f" ({own} of them against their own twin)" if own else "")
     differ = frame[~frame.agree]
     if differ.empty:
         return line
@@ -78,7 +107,7 @@ def agreement_line(frame: pd.DataFrame) -> str:
 # ------------------------------------------------------------------------------------------------
 
 TRAINIUM_COLUMNS = ["model_id", "model_type", "library", "neuronx_cc", "library_version", "result", "error",
-                    "twin_model", "twin_pair", "twin_result", "twin_cause", "agree"]
+                    "twin_model", "twin_pair", "twin_result", "twin_cause", "agree", "twin_kind", "architecture_agree"]
 OUTSIDE_COLUMNS = ["model_id", "result", "why"]
 # Why a Trainium row stays outside the count, in the order the line names them.
 OUTSIDE_EXCLUDED = "excluded"
@@ -120,6 +149,8 @@ def trainium_agreement(trainium: pd.DataFrame, catalog: pd.DataFrame,
     no verdict, architecture unknown, no twin verdict). ``architecture`` (model_id -> model_type or None) is asked
     for a row whose architecture the row does not say (the Hub's config, where reachable)."""
     twins, compared, outside = _twin_rows(catalog), [], []
+    own = twins[model_twin_rows(twins)]
+    twins = twins[~model_twin_rows(twins)]
     for row in trainium_rows(trainium).sort_values("model_id").itertuples(index=False):
         model_type = row.model_type if isinstance(row.model_type, str) else (architecture(row.model_id)
                                                                                if architecture else None)
@@ -131,6 +162,12 @@ def trainium_agreement(trainium: pd.DataFrame, catalog: pd.DataFrame,
                 .sort_values("model_id").head(1) if pair else same.iloc[0:0])
         if not why and (twin.empty or twin.iloc[0]["result"] not in (PASS, FAIL)):
             why = OUTSIDE_NO_TWIN
+        architecture_result = None if why else twin.iloc[0]["result"]
+        mine = own[own["model_id"] == twin_id_for(row.model_id)] if pair else own.iloc[0:0]
+        mine = mine[(mine["compiler_version"] == pair[1]) & (mine["library_version"] == pair[2])
+                    & mine["result"].isin([PASS, FAIL])] if not mine.empty else mine
+        if not mine.empty:  # the model's own twin answers for it, in the same pair
+            twin, why = mine.head(1), None
         if why:
             outside.append({"model_id": row.model_id, "result": row.result, "why": why})
             continue
@@ -140,7 +177,10 @@ def trainium_agreement(trainium: pd.DataFrame, catalog: pd.DataFrame,
                          "error": row.error, "twin_model": twin["model_id"],
                          "twin_pair": f"{twin['compiler']} {pair[1]}, {pair[0]} {pair[2]}",
                          "twin_result": twin["result"], "twin_cause": twin.get("cause"),
-                         "agree": row.result == twin["result"]})
+                         "agree": row.result == twin["result"], "twin_kind": ANSWER_MODEL_TWIN if not mine.empty
+                         else ANSWER_ARCHITECTURE_TWIN,
+                         "architecture_agree": None if architecture_result is None
+                         else row.result == architecture_result})
     compared = pd.DataFrame(compared, columns=TRAINIUM_COLUMNS)
     compared.attrs["example"] = "runner" in trainium and is_example(trainium["runner"])
     return compared, pd.DataFrame(outside, columns=OUTSIDE_COLUMNS)
@@ -158,6 +198,11 @@ def trainium_agreement_line(compared: pd.DataFrame, outside: pd.DataFrame) -> st
     if compared.empty and outside.empty:
         return f"{prefix}no rows measured on Trainium to hold the twins against"
     line = f"{prefix}twins agree with {int(compared['agree'].sum())} of {len(compared)} models tested on Trainium"
+    owned = compared[compared["twin_kind"] == ANSWER_MODEL_TWIN]
+    if not owned.empty:  # each model's own twin where one ran; what the architecture twins alone would have said
+        alone = compared["architecture_agree"].dropna()
+        line += (f" ({len(owned)} by their own twin; the architecture twins alone agree with "
+                 f"{int(alone.astype(bool).sum())} of {len(alone)})")
     differ = compared[~compared["agree"].astype(bool)]
     if not differ.empty:
         line += "; they differ on " + "; ".join(

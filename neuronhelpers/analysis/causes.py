@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from neuronhelpers.analysis.agreement import model_twin_rows
 from neuronhelpers.core.vocab import FAIL, UNTESTED
 from neuronhelpers.verdict.causes import MAX_LENGTH, normalise
 
@@ -19,8 +20,9 @@ def error_signature(error) -> str | None:
 
 def rank_causes(df: pd.DataFrame, *, results=(FAIL,)) -> pd.DataFrame:
     """Causes ranked by how many architectures (model types) they block, each with its architectures; a row without
-    a cause counts under its error's (``error_signature``)."""
-    failed = df[df.result.isin(results)].copy()
+    a cause counts under its error's (``error_signature``). A model twin's row answers for its model, not for its
+    architecture, so it is not counted here (analysis/answers.own_config_effects compares the two)."""
+    failed = df[df.result.isin(results) & ~model_twin_rows(df)].copy()
     failed["cause"] = failed["cause"].fillna(failed["error"].map(error_signature))
     failed = failed[failed.cause.notna()]
     if failed.empty:

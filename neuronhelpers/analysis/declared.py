@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from neuronhelpers.analysis.agreement import architecture_twin_rows
 from neuronhelpers.core import vocab
 from neuronhelpers.store.dataset import newest_per_model
 from neuronhelpers.verdict.declared import declared_fullgraph
@@ -26,8 +27,10 @@ def measured_fullgraph(result, stage) -> bool | None:
 
 def declared_vs_measured(df: pd.DataFrame) -> pd.DataFrame:
     """One row per transformers architecture with a verdict: declared (the row's ``declared_fullgraph``, else the
-    installed transformers'), measured, and whether they disagree. Twins only, one row per architecture and task."""
-    rows = df[(df.library == vocab.TRANSFORMERS) & df.twin_of.notna() & df.result.isin([vocab.PASS, vocab.FAIL])]
+    installed transformers'), measured, and whether they disagree. Architecture twins only, one row per architecture
+    and task."""
+    rows = architecture_twin_rows(df)
+    rows = rows[(rows.library == vocab.TRANSFORMERS) & rows.result.isin([vocab.PASS, vocab.FAIL])]
     out = []
     # Pass one version pair (select_pair): with several, each architecture's newest row of any pair stands.
     for row in newest_per_model(rows, ["model_type", "task"]).itertuples(index=False):

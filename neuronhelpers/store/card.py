@@ -95,13 +95,14 @@ with it a vision-language model's image encoder and a speech model's audio encod
 decoder compiled; their encoders are checked through the tokens, not compiled.
 
 Rows whose `model_id` starts with `tiny/` are **tiny twins**: the architecture's real transformers code with
-shrunk dimensions and random weights. They show whether an architecture compiles; they say nothing about the
-real checkpoints of that architecture. A twin's linear maps are drawn at 1/sqrt(fan-in) with an output head of its
-own, and its input embeddings are the first of ({embeddings}) with which it writes at least {MIN_DISTINCT}
-distinct tokens that a change to its middle layer alters, so its tokens depend on what its layers compute;
-`check_sensitive` says whether its check caught a deliberate change. Families that share a twin (the same
-components inside their own pipeline class): {shared}. Types whose twins computed exactly the same tokens as another
-type's, so that one row stands for both: {same}.
+shrunk dimensions and random weights, built from the architecture's default config (`tiny/<model_type>`) or
+from one model's own config.json (`tiny/<org>--<name>`, a model twin: see Answers). They show whether the code,
+configured so, compiles; they say nothing of the real checkpoints' weights. A twin's linear maps are drawn at
+1/sqrt(fan-in) with an output head of its own, and its input embeddings are the first of ({embeddings}) with which
+it writes at least {MIN_DISTINCT} distinct tokens that a change to its middle layer alters, so its tokens depend on
+what its layers compute; `check_sensitive` says whether its check caught a deliberate change. Families that share a
+twin (the same components inside their own pipeline class): {shared}. Types whose twins computed exactly the same
+tokens as another type's, so that one row stands for both: {same}.
 
 Every row carries the exact `run_py` that ran and its `requirements`: save them and run `python3 run.py`.
 
@@ -127,6 +128,13 @@ _VOCABULARY_SECTIONS = [
      "reference by the run's own rule; `perturbation` names the block and what changed. Null where no eager run is\n"
      "made (as for Device eager). The noise's size, per library: "
      + ", ".join(f"{library} {size:.0%}" for library, size in vocab.PERTURBATION_SIZE.items()) + ".\n\n", "meaning"),
+    ("Answers (where the verdict for a Hub id comes from)", "answer", vocab.ANSWERS,
+     "A Hub id is answered by the best row there is, and the answer says which. Model twins are named\n"
+     "`tiny/<org>--<name>`: `twin_from` names the Hub id (or folder) whose config.json built the twin,\n"
+     "`config_digest` its sha256 and `config_changes` every field the shrink changed (sizes only: a twin whose shrink\n"
+     "would change another field is UNTESTED, the field named). Its tokenizer is the architecture twin's, its\n"
+     "vocabulary sized to it. Counts of architectures (causes, verdicts per release) read the architecture twins\n"
+     "alone.\n\n", "meaning"),
     ("Device eager (the model run eagerly on the same device)", "device_eager", vocab.DEVICE_EAGER,
      f"Bounds: no eager run for sharded models, nor above {EAGER_MAX_PARAMETERS / 1e9:g}B parameters (the row says so "
      "in `device_eager`).\n\n", "meaning"),

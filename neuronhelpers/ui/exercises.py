@@ -203,20 +203,18 @@ def _flag_misleads() -> dict:
 
 
 def your_model(model_id: str) -> dict:
-    """A model of the attendee's choosing: its architecture (offline: the shelf, the Selected list or the rankings
-    snapshot; else the Hub's config) and the catalog's verdict for that architecture's twin."""
+    """A model of the attendee's choosing: its architecture (offline: the config corpus, the shelf, the Selected list
+    or the rankings snapshot; else the Hub's config) and the catalog's answer for it (analysis/answers.py): which kind
+    of row answers (a Trainium row, its own twin, its architecture's twin) and that row's result."""
+    from neuronhelpers.analysis.answers import Answers
     from neuronhelpers.models.known import architecture_from_hub, known_architectures
 
     task, model_type = known_architectures().get(model_id, (None, None))
     if not model_type:
         task, model_type = architecture_from_hub(model_id)
-    if not model_type:
-        return {"architecture": None, "twin_result": None}
-    rows = _lesson_rows()
-    twins = rows[rows.twin_of.eq(model_type)]
-    if task and len(twins[twins.task == task]):
-        twins = twins[twins.task == task]
-    return {"architecture": model_type, "twin_result": twins.result.iloc[0] if len(twins) else None}
+    found = Answers(_lesson_rows()).answer(model_id, model_type, task)
+    return {"architecture": model_type, "answer": found.kind if found else None,
+            "result": found.result if found else None}
 
 
 EXERCISES = {
@@ -279,11 +277,13 @@ def check_answer(lesson: str, number: int, answer, *, model_id: str | None = Non
     if answer is None:
         return _say(NOT_ANSWERED + ": write your answer into the exercise's variable, then run this cell again")
     if (lesson, number) == ("06", 3):
-        exercise = Exercise("your own model: its architecture and its twin's result", lambda: your_model(model_id),
+        exercise = Exercise("your own model: its architecture, and which row answers for it with what result",
+                            lambda: your_model(model_id),
                             {"architecture": "known_architectures() offline, the Hub's config online (None when "
-                                         "neither knows the model)",
-                             "twin_result": "the twin row whose twin_of is that architecture and whose task is the "
-                                            "model's (None when there is none)"})
+                                             "neither knows the model)",
+                             "answer": "Answers(current_rows).answer(MY_MODEL, ...).kind: a Trainium row, else its "
+                                       "own twin (tiny/<org>--<name>), else its architecture's twin",
+                             "result": "that answer's result (None when no row answers)"})
     else:
         exercise = EXERCISES.get((str(lesson), int(number)))
         if exercise is None:

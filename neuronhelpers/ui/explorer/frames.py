@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from neuronhelpers.analysis.agreement import trainium_rows
+from neuronhelpers.analysis.agreement import model_twin_rows, trainium_rows
+from neuronhelpers.analysis.answers import Answers
 from neuronhelpers.core import vocab
 from neuronhelpers.core.versions import NEURON_COMPILER
 from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS
@@ -144,29 +145,8 @@ def result_kind(label: str) -> str:
     return str(label).split(" (", 1)[0]
 
 
-class TwinVerdicts:
-    """The architecture twins' rows at the chosen versions, looked up by (task, model_type)."""
-
-    def __init__(self, rows: pd.DataFrame):
-        twins = rows[rows["twin_of"].notna()]
-        self.by_task, self.by_type = {}, {}
-        for record in twins[["model_id", "task", "twin_of", "result", "stage", "cause"]].itertuples(index=False):
-            self.by_task[(record.task, record.twin_of)] = record
-            self.by_type.setdefault(record.twin_of, record)
-
-    def hint(self, model_type, task=None) -> str:
-        """For an untested model: how its architecture's twin did (a hint, never its result)."""
-        if not isinstance(model_type, str) or not model_type:
-            return ""
-        twin = self.by_task.get((task, model_type)) or self.by_type.get(model_type)
-        if twin is None:
-            return ""
-        text = f"architecture twin {twin.model_id}: {result_label(twin.result, twin.stage)}"
-        if twin.result == FAIL and isinstance(twin.stage, str):
-            text += f" at {twin.stage}"
-        if twin.result != PASS and isinstance(twin.cause, str) and twin.cause:
-            text += f": {twin.cause}"
-        return text
+# The verdicts an untested Hub id is hinted with: its own twin's, else its architecture twin's (analysis/answers.py).
+TwinVerdicts = Answers
 
 
 # ----------------------------------------------------------------------------------------------
@@ -265,7 +245,8 @@ def _ranked_table(rows: pd.DataFrame, rankings, view: str, _trainium) -> tuple[p
 
 def _architectures_table(rows: pd.DataFrame, _rankings, _view,
                          trainium: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    twin_rows = rows[rows["twin_of"].notna()].sort_values("model_id").reset_index(drop=True)
+    # the architecture twins (a model twin answers for its model: the hints and the Trainium column read it)
+    twin_rows = rows[rows["twin_of"].notna() & ~model_twin_rows(rows)].sort_values("model_id").reset_index(drop=True)
     ids = pd.DataFrame({"model_id": twin_rows["model_id"], "task": twin_rows["task"],
                         "architecture": twin_rows["twin_of"], "note": "twin of " + twin_rows["twin_of"]})
     columns = list(TABLE_COLUMNS)
@@ -274,15 +255,18 @@ def _architectures_table(rows: pd.DataFrame, _rankings, _view,
     table = _table_from(ids, rows)
     if not trainium.empty:
         columns.insert(columns.index(RAN_ON) + 1, ON_TRAINIUM)
-        table[ON_TRAINIUM] = [_on_trainium(trainium, a, lib, result_kind(r))
+        answers = Answers(rows)
+        table[ON_TRAINIUM] = [_on_trainium(trainium, a, lib, result_kind(r), answers)
                               for a, lib, r in zip(twin_rows["twin_of"], twin_rows["library"], table["result"],
                                                    strict=False)]
     return table, columns
 
 
-def _on_trainium(trainium: pd.DataFrame, architecture: str, library: str, twin_result: str) -> str:
+def _on_trainium(trainium: pd.DataFrame, architecture: str, library: str, twin_result: str,
+                 answers: Answers) -> str:
     """The models of an architecture measured on Trainium (same library), each with its result, and whether the
-    twin's verdict here says the same: 'agrees with 2 of 3: Qwen/Qwen3-0.6B PASS, ... (differs: X FAIL)'."""
+    twins here say the same, each model's own twin where it has one: 'twins agree with 2 of 3 (own twin for 1; the
+    architecture twin alone: 1 of 3): Qwen/Qwen3-0.6B PASS, ...'."""
     same = trainium[(trainium["model_type"] == architecture) & (trainium["library"] == library)]
     same = same[same["result"].isin([PASS, FAIL])]
     if same.empty:
@@ -290,15 +274,23 @@ def _on_trainium(trainium: pd.DataFrame, architecture: str, library: str, twin_r
     listed = ", ".join(f"{m} {r}" for m, r in zip(same["model_id"], same["result"], strict=True))
     if twin_result not in (PASS, FAIL):
         return listed
-    agree = int((same["result"] == twin_result).sum())
-    return f"twin agrees with {agree} of {len(same)}: {listed}"
+    own = [answers.by_model.get(m) for m in same["model_id"]]
+    predicted = [o.result if o is not None and o.result in (PASS, FAIL) else twin_result for o in own]
+    agree = sum(p == r for p, r in zip(predicted, same["result"], strict=True))
+    alone = int((same["result"] == twin_result).sum())
+    owned = sum(o is not None and o.result in (PASS, FAIL) for o in own)
+    if not owned:
+        return f"twin agrees with {alone} of {len(same)}: {listed}"
+    return (f"twins agree with {agree} of {len(same)} (own twin for {owned}; the architecture twin alone: {alone} of "
+            f"{len(same)}): {listed}")
 
 
 def _with_twin_hints(table: pd.DataFrame, twins: TwinVerdicts) -> pd.DataFrame:
-    """An untested model gets its architecture twin's verdict as a hint in its note, never as its result."""
+    """An untested model gets its own twin's verdict (else its architecture twin's), labelled, as a hint in its note,
+    never as its result."""
     untested = table["result"].eq(NO_ROW)
-    hints = [twins.hint(a, t) if u else ""
-             for a, t, u in zip(table["architecture"], table["task"], untested, strict=True)]
+    hints = [twins.hint(a, t, m) if u else ""
+             for m, a, t, u in zip(table["model"], table["architecture"], table["task"], untested, strict=True)]
     table["note"] = [_join(n, h) for n, h in zip(table["note"], hints, strict=True)]
     return table
 

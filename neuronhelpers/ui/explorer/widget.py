@@ -360,7 +360,7 @@ class Explorer:
         hint = ""
         if detail is None and self.unsorted is not None:
             notes = self.unsorted.loc[self.unsorted["model"] == model_id, "note"]
-            hint = next((n for n in notes if "architecture twin" in n), "")
+            hint = next((n for n in notes if vocab.ANSWER_ARCHITECTURE_TWIN in n or vocab.ANSWER_MODEL_TWIN in n), "")
         self.detail_html.value = render_detail_html(detail, model_id, hint=hint)
 
     def _ipython_display_(self):
