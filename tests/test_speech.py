@@ -10,12 +10,13 @@ from neuronhelpers.core import vocab
 from neuronhelpers.core.protocol import PROMPTS, TASK_INPUTS
 from neuronhelpers.recipes import transformers_generate
 from neuronhelpers.twins import build, speech
+from neuronhelpers.twins.specs import TwinSpec
 
 ASR = vocab.AUTOMATIC_SPEECH_RECOGNITION
 
 
 def spec(model_type):
-    return SimpleNamespace(model_type=model_type, task=ASR, overrides={})
+    return TwinSpec(model_type=model_type, task=ASR)
 
 
 def params(folder, **more):
