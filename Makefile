@@ -96,6 +96,7 @@ bench: install
 	$(PY) bench/bench_sweep.py
 	$(PY) bench/bench_evidence.py
 	$(PY) bench/bench_perturbation.py
+	$(PY) bench/bench_writers.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache test-artifacts .gate-results .venv-transformers-* .venv-torch-*

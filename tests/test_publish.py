@@ -219,8 +219,8 @@ def test_an_unknown_result_value_is_refused(tmp_path):
     (tmp_path / "row.json").write_text(json.dumps(row, default=str))
     proc = run_cli("contribute", str(tmp_path / "row.json"), "--repo", REPO, "--dry-run")
     assert proc.returncode == 2
-    assert proc.stderr.strip() == ("neuronhelpers: error: row for 'tiny/gpt2' refused: unknown result value "
-                                   "'PASSISH': expected one of PASS, FAIL, EXCLUDED, UNTESTED")
+    assert proc.stderr.strip() == ("neuronhelpers: error: row 1 of 1 ('tiny/gpt2') refused: unknown result value "
+                                   "'PASSISH': expected one of PASS, FAIL, EXCLUDED, UNTESTED; nothing was written")
 
 
 def test_publish_dry_run_from_the_cli(dataset):

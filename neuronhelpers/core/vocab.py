@@ -8,6 +8,8 @@ spells the device_eager words, checked the same way). The dataset card's explana
 generated from the descriptions here. Taught in notebook 04.
 """
 
+import re
+
 # Tasks the catalog tests (the Hub's pipeline tags).
 TEXT_GENERATION = "text-generation"
 IMAGE_TEXT_TO_TEXT = "image-text-to-text"
@@ -258,6 +260,15 @@ IMAGE_TOLERANCE = {
 
 class VocabularyError(ValueError):
     pass
+
+
+# A Hub model id: org/name (what resolving a model, a judge and the published dataset's rows accept as one).
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+
+
+def is_hub_id(text) -> bool:
+    """Whether ``text`` reads as a Hub id (org/name), not a path or a bare name."""
+    return isinstance(text, str) and bool(_HUB_ID.match(text))
 
 
 def check_value(kind: str, value) -> None:

@@ -10,19 +10,24 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.network import hub_reachable
-from neuronhelpers.core.vocab import FEATURE_EXTRACTION, IMAGE_TEXT_TO_TEXT, TASKS, TEXT_GENERATION, TEXT_TO_IMAGE
+from neuronhelpers.core.vocab import (
+    FEATURE_EXTRACTION,
+    IMAGE_TEXT_TO_TEXT,
+    TASKS,
+    TEXT_GENERATION,
+    TEXT_TO_IMAGE,
+    is_hub_id,
+)
 from neuronhelpers.models.shelf import shelved
 from neuronhelpers.twins import build
 from neuronhelpers.twins.specs import pipeline_family
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer_config.json")
 _PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
 
@@ -96,7 +101,7 @@ def resolve_model(model: str, *, task: str | None = None, trust_remote_code: boo
     run."""
     model = model.strip()
     if twin and not build.is_twin_id(model):
-        if not (os.path.isdir(model) or _HUB_ID.match(model)):
+        if not (os.path.isdir(model) or is_hub_id(model)):
             raise UserError(f"--twin needs a Hub id (org/name) or a folder holding a config.json, not '{model}'")
         return _twin_ref(build.model_twin(model))
     if build.is_twin_id(model):
@@ -107,7 +112,7 @@ def resolve_model(model: str, *, task: str | None = None, trust_remote_code: boo
         folder = Path(model).resolve()
         ref = _checked(model, folder, task, trust_remote_code, model_id=str(folder), path=str(folder))
         return replace(ref, weights=vocab.WEIGHTS_FOLDER, revision=files_digest(folder))
-    if _HUB_ID.match(model):
+    if is_hub_id(model):
         copy = None if hub_reachable() else shelved(model)
         if copy is not None:  # offline, and the shelf has it: its folder runs under the Hub id
             folder, record = copy

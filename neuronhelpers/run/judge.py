@@ -29,6 +29,7 @@ from pathlib import Path
 from neuronhelpers.core import settings, vocab
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.quiet import quiet_libraries
+from neuronhelpers.core.vocab import is_hub_id
 from neuronhelpers.models.shelf import shelved
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,6 @@ DEFAULT_JUDGE_MODEL = settings.VARIABLES[JUDGE_MODEL_ENV].default
 COMMON_WORDS_FILE = "common_words.json"
 
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # Only what a causal LM and its tokenizer need: no ONNX, GGUF or pickled duplicates.
 _JUDGE_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken"]
 
@@ -166,7 +166,7 @@ def _resolve_judge_model(model: str, revision: str | None) -> tuple[str, str, st
         return str(folder), model, None
     repo_id, _, at = model.partition("@")
     revision = revision or at or None
-    if model.startswith((".", "/", "~")) or not _HUB_ID.match(repo_id):
+    if model.startswith((".", "/", "~")) or not is_hub_id(repo_id):
         raise UserError(f"judge model '{model}' could not be loaded from disk (no such folder): "
                         "give a local folder with a causal LM and its tokenizer, or a Hub id")
     from huggingface_hub import snapshot_download

@@ -245,11 +245,21 @@ def render_card(rows=None, title: str | None = None) -> str:
 
 
 def write_card(folder: str | Path) -> Path:
-    """The card of a dataset folder, from its rows, written to its README.md."""
+    """The card of a dataset folder, from its rows, written to its README.md (under the folder's write lock, by atomic
+    rename: the card counts the rows no writer is changing)."""
+    import os
+    import tempfile
+
+    from neuronhelpers.store.lock import folder_lock
+
     path = Path(folder) / "README.md"
-    rows = None
-    if (Path(folder) / dataset.DATA_DIR).is_dir():
-        rows = dataset.load_results(folder, validate=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_card(rows))
+    with folder_lock(folder):
+        rows = None
+        if (Path(folder) / dataset.DATA_DIR).is_dir():
+            rows = dataset.load_results(folder, validate=False)
+        fd, tmp = tempfile.mkstemp(prefix=".README.md.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(render_card(rows))
+        os.chmod(tmp, 0o644)  # a README anyone may read, as write_text would leave it
+        os.replace(tmp, path)
     return path

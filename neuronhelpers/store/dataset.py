@@ -1,16 +1,20 @@
 """The results dataset on disk (or on the Hub): one Parquet file per (compiler version, library, library version).
 
 Writes are atomic (a temporary file renamed into place), so a reader or a killed sweep never sees half a
-file. Reading unifies every file with the current schema: columns a file lacks (an older harness, or
-another tool that writes only the published columns) read as null. A damaged or foreign file is named
-and skipped; a value outside the vocabulary is kept and named in one warning per file. Taught in
+file, and serialised per folder (``lock.folder_lock``), so two processes writing one folder lose nothing; a reader
+reads each file through one open handle, so a file replaced under it is read whole as it was. Every row written is
+held to ``schema.checked_rows`` first. Reading unifies every file with the current schema: columns a file lacks (an
+older harness, or another tool that writes only the published columns) read as null, the published layout's variants
+(float counts, times as text, null-typed columns) as their values (``schema.cast_column``), and columns beyond the
+schema are kept. A damaged or foreign file is named and skipped (and refused as the target of a write); a value
+outside the vocabulary is kept and named in one warning per file. Counts read as nullable integers. Taught in
 notebook 01; the row schema itself is ``schema.py``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -20,6 +24,14 @@ from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError, first_line
 from neuronhelpers.core.versions import NEURON_COMPILER
 from neuronhelpers.store import published, schema
+from neuronhelpers.store.files import (  # noqa: F401 - the file-level helpers, read as dataset.X too
+    list_parquet,
+    parquet_files,
+    read_schema,
+    read_table,
+    write_table_atomic,
+)
+from neuronhelpers.store.lock import folder_lock
 
 DATA_DIR = "data"
 # How a folder's files are laid out (``folder_layout``).
@@ -28,6 +40,7 @@ OURS, PUBLISHED, MIXED = "ours", "published", "mixed"
 SEED_COLUMNS = ("model_id", "neuronx_cc", "library", "library_version", "neuron_cores", "result", "error")
 # A file must at least say which model and what happened to be read as results.
 REQUIRED_COLUMNS = ("model_id", "result")
+log = logging.getLogger("neuronhelpers.store")
 
 
 class DatasetWarning(UserWarning):
@@ -41,89 +54,114 @@ def version_pair_file(row: dict, folder: str = DATA_DIR) -> str:
     return f"{folder}/{published.safe_name(compiler)}__{published.safe_name(library)}.parquet"
 
 
-def write_table_atomic(table: pa.Table, path) -> None:
-    """Write a Parquet file under a temporary name, then rename: readers never see a partial file."""
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def parquet_files(folder) -> list[Path]:
-    """The Parquet files of a local dataset folder, sorted (hidden files and folders, e.g. temporary ones, left out)."""
-    return [Path(p) for p in _list_parquet(str(folder))[1]] if os.path.isdir(folder) else []
-
-
 def folder_layout(folder) -> str | None:
     """How a local dataset folder's files are laid out: PUBLISHED (all of them as the published dataset), OURS (none
     of them), MIXED, or None when it holds no Parquet file. An unreadable file counts as neither."""
-    import pyarrow.parquet as pq
 
     kinds = set()
     for path in parquet_files(folder):
         try:
-            kinds.add(PUBLISHED if published.is_published_layout(pq.read_schema(path).names) else OURS)
+            kinds.add(PUBLISHED if published.is_published_layout(read_schema(path).names) else OURS)
         except Exception:  # noqa: BLE001 - load_results names a damaged file; it decides no layout
             continue
     return None if not kinds else kinds.pop() if len(kinds) == 1 else MIXED
 
 
 def append_rows(folder, rows: list[dict]) -> list[str]:
-    """Add rows to their files in ``folder`` (read, concatenate, atomic rewrite); returns the files touched.
+    """Add rows to their files in ``folder`` (read, concatenate, atomic rewrite, under the folder's write lock);
+    returns the files touched.
 
-    In our layout a row goes to its version-pair file and replaces an earlier row with the same resume key (a rerun
-    never duplicates); every other file neuronhelpers wrote in an older schema is brought to the current one, so the
-    folder reads as one table (those are among the files returned). In a folder laid out as the published dataset,
-    rows join it as ``append_published`` says; a folder mixing both layouts is written in ours.
+    Every row is held to ``schema.checked_rows`` first: one that breaks a rule is refused in one line and nothing is
+    written. In our layout a row goes to its version-pair file and replaces an earlier row with the same resume key (a
+    rerun never duplicates; of two rows with one key in one call, the later is kept); every column a file holds beyond
+    the schema is kept, and so is its schema metadata; every other file neuronhelpers wrote in an older schema is
+    brought to the current one, so the folder reads as one table (those are among the files returned). In a folder
+    laid out as the published dataset, rows join it as ``append_published`` says; a folder mixing both layouts is
+    written in ours. A file that cannot be read is named, and nothing is written.
     """
-    import pyarrow.parquet as pq
-
     folder = Path(folder)
-    rows = [schema.new_row(**row) if set(row) != set(schema.COLUMN_NAMES) else row for row in rows]
-    if folder_layout(folder) == PUBLISHED:
-        return append_published(folder, rows)
-    by_file: dict[str, list[dict]] = {}
+    with folder_lock(folder):
+        if folder_layout(folder) == PUBLISHED:
+            return append_published(folder, rows)
+        rows = _last_per_key(schema.checked_rows(rows), schema.resume_key)
+        by_file: dict[str, list[dict]] = {}
+        for row in rows:
+            by_file.setdefault(version_pair_file(row), []).append(row)
+        tables = {}
+        for rel, new in by_file.items():  # every file read before any is written: a bad one stops them all
+            path = folder / rel
+            fresh = schema.rows_to_table(new)
+            if path.exists():
+                original = _readable(path)
+                old = conform(original, keep_other_columns=True)
+                keys = [schema.resume_key(r) for r in new]
+                old_keys = [schema.resume_key(dict(zip(schema.RESUME_KEY, v, strict=True)))
+                            for v in zip(*(old.column(k).to_pylist() for k in schema.RESUME_KEY), strict=True)]
+                mask = [not any(schema.replaces(key, v) for key in keys) for v in old_keys]
+                fresh = pa.concat_tables([old.filter(pa.array(mask, type=pa.bool_())), fresh],
+                                         promote_options="permissive")
+                fresh = _with_metadata(fresh, original)
+            tables[rel] = fresh
+        for rel, table in tables.items():
+            write_table_atomic(table, folder / rel)
+        return sorted(set(by_file) | set(upgrade_files(folder)))
+
+
+def _last_per_key(rows: list[dict], key) -> list[dict]:
+    """Rows with one per key: the later of two with the same key (a corrected row wins; a repeated one counts once)."""
+    last = {}
     for row in rows:
-        by_file.setdefault(version_pair_file(row), []).append(row)
-    for rel, new in by_file.items():
-        path = folder / rel
-        fresh = schema.rows_to_table(new)
-        if path.exists():
-            old = conform(pq.read_table(path))
-            keys = [schema.resume_key(r) for r in new]
-            old_keys = [schema.resume_key(dict(zip(schema.RESUME_KEY, v, strict=True)))
-                        for v in zip(*(old.column(k).to_pylist() for k in schema.RESUME_KEY), strict=True)]
-            mask = [not any(schema.replaces(key, v) for key in keys) for v in old_keys]
-            fresh = pa.concat_tables([old.filter(pa.array(mask, type=pa.bool_())), fresh])
-        write_table_atomic(fresh, path)
-    return sorted(set(by_file) | set(upgrade_files(folder)))
+        last.pop(key(row), None)  # re-inserted: the order of the rows kept is the order they came in
+        last[key(row)] = row
+    return list(last.values())
+
+
+def _readable(path) -> pa.Table:
+    """A file a write is about to change, read as ``load_results`` would read it; one that it would skip is refused
+    in one line (appending to it would hide the new rows with it)."""
+    try:
+        table = read_table(path)
+        missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+        if missing:
+            raise ValueError(f"not a results file (no {', '.join(missing)} column)")
+        conform(table)
+    except Exception as exc:  # noqa: BLE001 - the reader would skip it: say which, write nothing
+        raise UserError(f"'{path}' cannot be read ({first_line(exc)}): mend or move it; nothing was written") from None
+    return table
+
+
+def _with_metadata(table: pa.Table, original: pa.Table) -> pa.Table:
+    """``table`` with ``original``'s schema metadata (the Hub's `huggingface` features) where it has the same columns:
+    a description of other columns would misdescribe it."""
+    metadata = original.schema.metadata
+    if metadata and table.column_names == original.column_names:
+        return table.replace_schema_metadata(metadata)
+    return table
+
+
+def _same_schema(names: pa.Schema) -> bool:
+    """Whether a file's columns of our schema are exactly the current schema's (columns beyond it aside)."""
+    ours = [names.field(n) for n in schema.COLUMN_NAMES if n in names.names]
+    return pa.schema(ours).equals(schema.SCHEMA, check_metadata=False)
 
 
 def upgrade_files(folder) -> list[str]:
     """Rewrite in the current schema every file of ``folder`` that neuronhelpers wrote in an older one (it has a
-    `harness_version` column): the Hub's viewer reads a folder as one table only when all its files agree. Files of
-    other tools and of the published layout are left as they are. Returns the files rewritten, relative to
-    ``folder``."""
-    import pyarrow.parquet as pq
-
+    `harness_version` column): the Hub's viewer reads a folder as one table only when all its files agree. Columns a
+    file holds beyond the schema are kept as they are. Files of other tools and of the published layout are left as
+    they are. Returns the files rewritten, relative to ``folder``."""
     folder, rewritten = Path(folder), []
-    for path in parquet_files(folder):
-        try:
-            names = pq.read_schema(path)
-        except Exception:  # noqa: BLE001 - a damaged file is named by load_results, never rewritten
-            continue
-        if "harness_version" in names.names and not names.equals(schema.SCHEMA, check_metadata=False):
-            write_table_atomic(conform(pq.read_table(path)), path)
-            rewritten.append(path.relative_to(folder).as_posix())
+    with folder_lock(folder):
+        for path in parquet_files(folder):
+            try:
+                names = read_schema(path)
+            except Exception as exc:  # noqa: BLE001 - a damaged file is named by load_results, never rewritten
+                log.debug("not upgraded, unreadable: %s (%s)", path, first_line(exc))
+                continue
+            if "harness_version" in names.names and not _same_schema(names):
+                original = read_table(path)
+                write_table_atomic(_with_metadata(conform(original, keep_other_columns=True), original), path)
+                rewritten.append(path.relative_to(folder).as_posix())
     return rewritten
 
 
@@ -139,30 +177,29 @@ def check_sweep_folder(folder) -> None:
 def append_published(folder, rows: list[dict]) -> list[str]:
     """Add Trainium rows to a folder laid out as the published dataset: each joins the file that holds its
     (neuronx_cc, library, library_version), or a new file named after the folder's own pattern (ours where its names
-    show none); the files' own rows are kept exactly as they are (``published.merged``). Any other row is refused in
-    one line, before anything is written."""
-    import pyarrow.parquet as pq
-
+    show none); the files' own rows are kept exactly as they are (``published.merged``). A row that breaks the
+    published rules (``schema.validate_row``), or a file that cannot be read, is refused in one line before anything
+    is written."""
     folder = Path(folder)
-    published.check_rows(rows, str(folder))
-    tables = {}
-    for path in parquet_files(folder):
-        try:
-            tables[path.relative_to(folder).as_posix()] = pq.read_table(path)
-        except Exception as exc:  # noqa: BLE001 - a damaged file: say which, write nothing
-            raise UserError(f"'{path}' cannot be read ({first_line(exc)}): mend or remove it; "
-                            "nothing was written") from None
-    holds = {rel: published.pairs_in(table) for rel, table in tables.items()}
-    # a new file beside the others (ours is the name where theirs show no pattern), never outside the folder
-    home = (os.path.commonpath([os.path.dirname(rel) for rel in tables]) if tables else "") or DATA_DIR
-    like = next(iter(tables.values())).schema if tables else None
-    by_file: dict[str, list[dict]] = {}
-    for row in rows:
-        rel = published.file_for(published.pair_of(row), holds, str(folder)) or version_pair_file(row, home)
-        by_file.setdefault(rel, []).append(row)
-        holds.setdefault(rel, set()).add(published.pair_of(row))
-    for rel, new in by_file.items():
-        write_table_atomic(published.merged(tables.get(rel), new, str(folder / rel), like), folder / rel)
+    try:
+        rows = _last_per_key(schema.checked_rows(rows, published=True), published.row_key)
+    except schema.RowRefused as exc:
+        raise schema.RowRefused(f"{folder} is laid out as the published Trainium dataset, which takes only PASS or "
+                                f"FAIL rows measured on Trainium under Hub ids: {exc}") from None
+    with folder_lock(folder):
+        tables = {path.relative_to(folder).as_posix(): _readable(path) for path in parquet_files(folder)}
+        holds = {rel: published.pairs_in(table) for rel, table in tables.items()}
+        # a new file beside the others (ours is the name where theirs show no pattern), never outside the folder
+        home = (os.path.commonpath([os.path.dirname(rel) for rel in tables]) if tables else "") or DATA_DIR
+        like = next(iter(tables.values())).schema if tables else None
+        by_file: dict[str, list[dict]] = {}
+        for row in rows:
+            rel = published.file_for(published.pair_of(row), holds, str(folder)) or version_pair_file(row, home)
+            by_file.setdefault(rel, []).append(row)
+            holds.setdefault(rel, set()).add(published.pair_of(row))
+        written = {rel: published.merged(tables.get(rel), new, str(folder / rel), like) for rel, new in by_file.items()}
+        for rel, table in written.items():
+            write_table_atomic(table, folder / rel)
     return sorted(by_file)
 
 
@@ -180,7 +217,7 @@ def conform(table: pa.Table, *, keep_other_columns: bool = False) -> pa.Table:
     columns = []
     for field in schema.SCHEMA:
         if field.name in source.column_names:
-            columns.append(source.column(field.name).cast(field.type))
+            columns.append(schema.cast_column(source.column(field.name), field.type, field.name))
         else:
             columns.append(pa.nulls(source.num_rows, type=field.type))
     out = _neuron_where_named(pa.Table.from_arrays(columns, schema=schema.SCHEMA))
@@ -216,20 +253,6 @@ def _with_known_architectures(table: pa.Table) -> pa.Table:
     return table
 
 
-def _list_parquet(path: str):
-    """(filesystem, [file paths]) for a local folder or an hf://datasets/... path."""
-    if path.startswith("hf://"):
-        from huggingface_hub import HfFileSystem
-
-        fs = HfFileSystem()
-        return fs, sorted(p for p in fs.glob(path.rstrip("/") + "/**/*.parquet"))
-    files = []
-    for root, dirs, names in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        files += [os.path.join(root, n) for n in sorted(names) if n.endswith(".parquet") and not n.startswith(".")]
-    return None, files
-
-
 def off_vocabulary(table: pa.Table) -> list[str]:
     """The distinct values of a (conformed) table that the vocabulary does not know, as 'column value' strings."""
     problems = []
@@ -249,9 +272,7 @@ def load_results_file(name, *, filesystem=None, validate: bool = True, keep_othe
     With ``validate``, a value outside the vocabulary raises (publishing and contributing refuse such files).
     ``keep_other_columns`` keeps columns the schema does not name, after ours.
     """
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(name, filesystem=filesystem) if filesystem else pq.read_table(name)
+    table = read_table(name, filesystem)
     missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
     if missing:
         raise ValueError(f"not a results file (no {', '.join(missing)} column)")
@@ -277,7 +298,7 @@ def load_results(path, *, validate: bool = True):
     path = str(path)
     if not path.startswith("hf://") and not os.path.isdir(path):
         raise UserError(f"no results dataset at '{path}': give a folder of Parquet files or an hf://datasets/... path")
-    fs, files = _list_parquet(path)
+    fs, files = list_parquet(path)
     tables, skipped, unknown = [], [], []
     for name in files:
         try:
@@ -294,11 +315,19 @@ def load_results(path, *, validate: bool = True):
                           "kept as they are", DatasetWarning, stacklevel=2)
         tables.append(table)
     table = pa.concat_tables(tables, promote_options="permissive") if tables else schema.SCHEMA.empty_table()
-    df = with_aliases(table.to_pandas())
+    df = with_aliases(table.to_pandas(types_mapper=_nullable_ints))
     df.attrs["skipped"] = skipped
     df.attrs["off_vocabulary"] = unknown
     df.attrs["files"] = [f for f in files if f not in {s[0] for s in skipped}]
     return df
+
+
+def _nullable_ints(typ: pa.DataType):
+    """Counts stay whole numbers in a frame (pandas' nullable integers, pd.NA where missing), never floats: a
+    published file's `tp` 2 reads as 2, not 2.0."""
+    import pandas as pd
+
+    return pd.Int64Dtype() if pa.types.is_integer(typ) else None
 
 
 def with_aliases(df):

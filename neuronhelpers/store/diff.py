@@ -34,20 +34,20 @@ SPEEDUP_MARGIN = 0.25
 
 def load_side(path: str | Path) -> pd.DataFrame:
     """Rows of one side of a diff: a dataset folder holding one version pair, or one version-pair Parquet file."""
-    import pyarrow.parquet as pq
-
-    from neuronhelpers.store.dataset import conform, load_results
+    from neuronhelpers.store.dataset import conform, load_results, read_table
 
     path = str(path)
     if path.endswith(".parquet"):
         if not os.path.isfile(path):
             raise UserError(f"no such results file '{path}'")
-        return conform(pq.read_table(path)).to_pandas()
+        return conform(read_table(path)).to_pandas()
     df = load_results(path)
-    pairs = sorted(set(Path(f).name for f in df.attrs.get("files", [])))
+    pairs = version_pairs(df) if len(df) else []  # by the rows' values: two compilers may share a file name
     if len(pairs) > 1:
-        raise UserError(f"'{path}' holds {len(pairs)} version pairs ({', '.join(pairs)}): "
-                        f"name one file each, e.g. {path}/data/{pairs[0]}")
+        named = ", ".join(f"{lib} {lib_version} on {compiler}" for lib, compiler, lib_version in pairs)
+        files = sorted({f for f in df.attrs.get("files", [])})
+        raise UserError(f"'{path}' holds {len(pairs)} version pairs ({named}): give one results file a side, e.g. "
+                        f"{files[0] if files else path}")
     return df
 
 
@@ -238,7 +238,8 @@ def read_expected(path: str | Path) -> pd.DataFrame:
                         f"{path} --write`") from None
     if not {"model_id", "result"} <= set(expected.columns):
         raise UserError(f"'{path}' is not an expected-results file: it needs model_id and result columns")
-    return expected.replace("", None)
+    # an empty cell is no value: None, whatever pandas' own missing value is (pandas 3 reads NaN into a str column)
+    return expected.astype(object).where(expected.ne(""), None)
 
 
 def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *,
@@ -262,7 +263,7 @@ def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *,
                 problems.append(f"{model}: expected {want}, not in the results")
             continue
         got = latest.loc[model]
-        want_stage = getattr(row, "stage", None)
+        want_stage, got_stage = _text(getattr(row, "stage", None)), _text(got["stage"])
         if got["result"] != want:
             if want == PASS:
                 problems.append(f"{model}: REGRESSED: expected PASS, got {got['result']} at {got['stage']}: "
@@ -273,8 +274,8 @@ def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *,
             else:
                 problems.append(f"{model}: CHANGED: expected {want} ({want_stage}), got {got['result']} "
                                 f"({got['stage']}): {got['error']}")
-        elif want != PASS and want_stage and got["stage"] != want_stage:
-            problems.append(f"{model}: CHANGED: expected {want} at {want_stage}, got {want} at {got['stage']}: "
+        elif want != PASS and want_stage and got_stage != want_stage:
+            problems.append(f"{model}: CHANGED: expected {want} at {want_stage}, got {want} at {got_stage}: "
                             f"{got['error']}")
         else:
             want_cause = getattr(row, "cause", None)
@@ -297,7 +298,7 @@ def _expected_evidence_notes(model: str, row, got) -> list[str]:
 
 
 def _text(value) -> str | None:
-    return None if value is None or (isinstance(value, float) and value != value) else str(value)
+    return None if not _present(value) else str(value)
 
 
 def expected_frame(actual: pd.DataFrame) -> pd.DataFrame:

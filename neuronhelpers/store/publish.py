@@ -309,25 +309,12 @@ def read_contribution(path: str | Path) -> list[dict]:
 
 
 def validate_contribution(rows: list[dict]) -> list[dict]:
-    """Check every row against the schema, the vocabulary and the recipe; raise UserError naming the first problem."""
-    import datetime as dt
-
-    clean = []
-    for row in rows:
-        model = row.get("model_id", "?")
-        unknown = set(row) - set(schema.COLUMN_NAMES)
-        if unknown:
-            raise UserError(f"row for '{model}' has columns that are not in the schema: {', '.join(sorted(unknown))}")
-        row = dict(row)
-        if isinstance(row.get("timestamp"), str):
-            row["timestamp"] = dt.datetime.fromisoformat(row["timestamp"])
-        try:
-            schema.validate_row(row)
-        except vocab.VocabularyError as exc:
-            raise UserError(f"row for '{model}' refused: {exc}") from None
+    """Hold every row to the schema's rules (``schema.checked_rows``) and the recipe; raise UserError naming the first
+    problem."""
+    clean = schema.checked_rows(rows)
+    for row in clean:
         if row["result"] != vocab.EXCLUDED:
             check_run_py(row)
-        clean.append(schema.new_row(**row))
     try:
         schema.rows_to_table(clean)
     except Exception as exc:  # noqa: BLE001 - pyarrow type errors

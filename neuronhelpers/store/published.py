@@ -64,7 +64,7 @@ def from_published(table: pa.Table) -> pa.Table:
     gib = pc.if_else(pc.is_nan(gib), pa.scalar(None, pa.float64()), gib)  # a NaN is no memory figure: null
     out["peak_memory_bytes"] = pc.round(gib).cast(pa.int64())
     # nanoseconds, where a file keeps them, are below what the row keeps: truncated rather than the file skipped
-    out["timestamp"] = pc.cast(column("tested_at"), pa.timestamp("us", tz="UTC"), safe=False)
+    out["timestamp"] = schema.cast_column(column("tested_at"), pa.timestamp("us", tz="UTC"), "tested_at")
     results, errors = _with_exclusions(column("result").to_pylist(), column("error").to_pylist(),
                                        column("exclusion").to_pylist())
     out["result"], out["error"] = pa.array(results, pa.string()), pa.array(errors, pa.string())
@@ -96,19 +96,6 @@ def _with_exclusions(results: list, errors: list, exclusions: list) -> tuple[lis
 # ------------------------------------------------------------------------------------------------
 # Writing: our rows in the published columns, merged into a published file
 # ------------------------------------------------------------------------------------------------
-
-
-def check_rows(rows: list[dict], where: str) -> None:
-    """Only verdicts measured on Trainium, under Hub ids, may join a dataset laid out as published: refuse any other
-    row (a twin, a shelf copy, a CPU row, an EXCLUDED or UNTESTED one) in one line."""
-    refused = [r for r in rows if r.get("result") not in (vocab.PASS, vocab.FAIL)
-               or not schema.measured_on_trainium(r.get("backend"), r.get("weights"), r.get("model_id"))]
-    if refused:
-        first = refused[0]
-        label = schema.ran_on(first.get("backend"), first.get("weights"), first.get("model_id"))
-        raise UserError(f"{where} is laid out as the published Trainium dataset: it takes only PASS or FAIL rows "
-                        f"measured on Trainium under Hub ids, and {len(refused)} of {len(rows)} row(s) are not (first: "
-                        f"{first.get('model_id')}, {first.get('result')}, {label}); nothing was written")
 
 
 def _published_value(published: str, ours: str, row: dict):
@@ -157,18 +144,37 @@ def merged(original: pa.Table | None, rows: list[dict], where: str, like: pa.Sch
     if unknown:
         raise UserError(f"{where} has column(s) the published layout neuronhelpers knows does not: "
                         f"{', '.join(unknown)}; nothing was written (update neuronhelpers)")
-    fields = [original.schema.field(f.name) if f.name in original.column_names else f for f in schema.PUBLISHED_SCHEMA]
+    # the file's own types, but the published one where the file typed a column null (it can hold nothing)
+    fields = [original.schema.field(f.name) if f.name in original.column_names
+              and not pa.types.is_null(original.schema.field(f.name).type) else f for f in schema.PUBLISHED_SCHEMA]
     target = pa.schema([pa.field(f.name, f.type) for f in fields])
-    kept = pa.Table.from_arrays([original.column(f.name) if f.name in original.column_names
+    kept = pa.Table.from_arrays([original.column(f.name).cast(f.type) if f.name in original.column_names
                                  else pa.nulls(original.num_rows, f.type) for f in target], schema=target)
     try:
         new = new.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise UserError(f"{where}: its column types cannot hold these rows ({first_line(exc)}); nothing was "
                         "written") from None
-    there = set(zip(*(kept.column(k).to_pylist() for k in ROW_KEY), strict=True))
-    fresh = [key not in there for key in zip(*(new.column(k).to_pylist() for k in ROW_KEY), strict=True)]
-    return pa.concat_tables([kept, new.filter(pa.array(fresh, pa.bool_()))])
+    there = dict(zip(zip(*(kept.column(k).to_pylist() for k in ROW_KEY), strict=True), kept.to_pylist(),
+                     strict=True))
+    fresh = []
+    for key, row in zip(zip(*(new.column(k).to_pylist() for k in ROW_KEY), strict=True), new.to_pylist(), strict=True):
+        if key in there and there[key] != row:  # the same test recorded otherwise: a published row is not rewritten
+            changed = sorted(name for name in row if row[name] != there[key].get(name))
+            raise UserError(f"{where} already holds {key[0]} tested at {key[-1]} with other values "
+                            f"({', '.join(changed)}): a published row is not overwritten; nothing was written")
+        fresh.append(key not in there)
+    out = pa.concat_tables([kept, new.filter(pa.array(fresh, pa.bool_()))])
+    # the file's own schema metadata (the Hub's `huggingface` features) where its columns are unchanged
+    if original.schema.metadata and out.column_names == original.column_names:
+        out = out.replace_schema_metadata(original.schema.metadata)
+    return out
+
+
+def row_key(row: dict) -> tuple:
+    """Our row's ``ROW_KEY`` in the published columns' values (cores as `tp`, the time in milliseconds)."""
+    ours = {name: mine for name, _, mine, _ in schema.PUBLISHED_COLUMNS}
+    return tuple(_published_value(name, ours[name], row) for name in ROW_KEY)
 
 
 # ------------------------------------------------------------------------------------------------

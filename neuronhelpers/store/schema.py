@@ -11,6 +11,7 @@ import datetime as _dt
 import pyarrow as pa
 
 from neuronhelpers.core import vocab
+from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.versions import MEASURING_VERSION
 
 HARNESS_VERSION = MEASURING_VERSION  # which measuring made a row's figures (core/versions)
@@ -187,6 +188,40 @@ ALIASES = {published: ours for published, _, ours, _ in PUBLISHED_COLUMNS
            if published != ours and published not in PUBLISHED_CONVERTED}
 
 
+def cast_column(column, typ: pa.DataType, name: str = "") -> pa.Array | pa.ChunkedArray:
+    """A column read from a file in the type the schema gives it, taking the variants other tools write: a float count
+    (NaN or null where missing; a fraction is refused), a time as ISO text (UTC where it names no zone), a column
+    typed null, a result in lower case. Raises ValueError naming the column and the value it cannot take."""
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_null(column.type):
+        return pa.nulls(len(column), typ)
+    if pa.types.is_integer(typ) and pa.types.is_floating(column.type):
+        column = pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column)
+        whole = pc.equal(pc.floor(column), column)
+        if not pc.all(pc.or_kleene(whole, pc.is_null(column))).as_py():
+            odd = column.filter(pc.invert(pc.fill_null(whole, True)))[0].as_py()
+            raise ValueError(f"column {name or '?'} holds {odd}, not a whole number")
+    if pa.types.is_timestamp(typ) and (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        column = pa.array([_iso_time(text, name) for text in column.to_pylist()], pa.timestamp("us", tz="UTC"))
+    if name == "result" and pa.types.is_string(column.type):
+        column = pa.array([v.upper() if isinstance(v, str) and v.upper() in vocab.RESULTS else v
+                           for v in column.to_pylist()], pa.string())
+    return column.cast(typ, safe=not pa.types.is_timestamp(typ))  # finer time units are truncated, not refused
+
+
+def _iso_time(text, name):
+    if text is None or not str(text).strip():
+        return None
+    try:
+        value = _dt.datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"column {name or '?'} holds {text!r}, not an ISO time") from None
+    return value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
+
+
 def new_row(**values) -> dict:
     """A row with every column present (null where not given); unknown columns are an error."""
     unknown = set(values) - set(COLUMN_NAMES)
@@ -202,13 +237,21 @@ def new_row(**values) -> dict:
     return row
 
 
-def validate_row(row: dict) -> None:
-    """Raise vocab.VocabularyError when a row's result, stage or verification is not in the vocabulary."""
-    vocab.check_value("result", row.get("result"))
-    vocab.check_value("stage", row.get("stage"))
-    vocab.check_value("verification", row.get("verification"))
-    vocab.check_value("evidence", row.get("evidence"))
-    model, result, stage = row.get("model_id"), row.get("result"), row.get("stage")
+class RowRefused(UserError, vocab.VocabularyError):
+    """A row that breaks a rule of the schema: one line naming the row and the rule (nothing was written)."""
+
+
+def validate_row(row: dict, *, published: bool = False) -> None:
+    """The rules every row we write keeps, wherever it is written (raise vocab.VocabularyError naming the rule): a
+    model id; result, stage, verification, evidence and library in the vocabulary; a verification for PASS, a stage
+    for FAIL, an untested reason for UNTESTED. ``published``: the published dataset's rules too (a Hub id measured on
+    Trainium, with its neuronx-cc version)."""
+    model = row.get("model_id")
+    if not isinstance(model, str) or not model.strip():
+        raise vocab.VocabularyError(f"a row without a model_id (result {row.get('result')!r})")
+    for kind in ("result", "stage", "verification", "evidence", "library"):
+        vocab.check_value(kind, row.get(kind))
+    result, stage = row.get("result"), row.get("stage")
     if result == vocab.FAIL and stage not in vocab.STAGES:
         raise vocab.VocabularyError(f"row for {model!r} is FAIL without a stage" if not stage
                                     else f"row for {model!r} is FAIL with the untested reason {stage!r} as its stage")
@@ -217,6 +260,45 @@ def validate_row(row: dict) -> None:
                                     f"(one of {', '.join(vocab.UNTESTED_STAGES)})")
     if result == vocab.PASS and not row.get("verification"):
         raise vocab.VocabularyError(f"row for {model!r} is PASS without a verification")
+    if published:
+        if result not in (vocab.PASS, vocab.FAIL):
+            raise vocab.VocabularyError(f"row for {model!r} is {result}, not a verdict")
+        where = ran_on(row.get("backend"), row.get("weights"), model)
+        if where != vocab.RAN_ON_TRAINIUM:
+            raise vocab.VocabularyError(f"row for {model!r} ran on {where}, not Trainium")
+        if not vocab.is_hub_id(model) or model.startswith("tiny/"):
+            raise vocab.VocabularyError(f"row for {model!r} is not under a Hub id (org/name)")
+        if not isinstance(row.get("neuronx_cc"), str) or not row["neuronx_cc"].strip():
+            raise vocab.VocabularyError(f"row for {model!r} names no neuronx_cc version")
+
+
+def checked_rows(rows: list[dict], *, published: bool = False) -> list[dict]:
+    """Rows ready to write: every column present (``new_row``), a timestamp given as ISO text read as a time (UTC
+    where it names no zone), and each row held to ``validate_row``. The first row that breaks a rule raises
+    RowRefused naming it and the rule, before anything is written."""
+    out = []
+    for number, row in enumerate(rows, 1):
+        label = f"row {number} of {len(rows)} ({row.get('model_id')!r})"
+        unknown = set(row) - set(COLUMN_NAMES)
+        if unknown:
+            raise RowRefused(f"{label} has columns the schema does not: {', '.join(sorted(unknown))}; nothing was "
+                             "written")
+        row = new_row(**row)
+        stamp = row["timestamp"]
+        if isinstance(stamp, str):
+            try:
+                stamp = _dt.datetime.fromisoformat(stamp)
+            except ValueError:
+                raise RowRefused(f"{label}: timestamp {stamp!r} is not an ISO time; nothing was written") from None
+            row["timestamp"] = stamp if stamp.tzinfo else stamp.replace(tzinfo=_dt.timezone.utc)
+        try:
+            validate_row(row, published=published)
+        except vocab.VocabularyError as exc:
+            named = str(exc).startswith("row for ")  # the rule's message names the model already
+            raise RowRefused(f"{f'row {number} of {len(rows)}' if named else label} refused: {exc}; nothing was "
+                             "written") from None
+        out.append(row)
+    return out
 
 
 # A row is "already recorded" (a sweep skips the model) when these match: the model as resolved (a local
@@ -235,11 +317,13 @@ def weights_kind(weights, model_id) -> str:
 
 def ran_on(backend, weights, model_id) -> str:
     """What a row ran on, in words (vocab.RAN_ON): 'Trainium' for a Hub checkpoint on a neuron backend, else the
-    device and 'twin' or 'real checkpoint' ('CPU twin', 'CPU real checkpoint', ...)."""
+    device and 'twin' or 'real checkpoint' ('CPU twin', 'CPU real checkpoint', a shelf copy on Trainium 'Trainium
+    real checkpoint')."""
     backend = backend if isinstance(backend, str) and backend else None  # NaN from a pandas column is no backend
     device = vocab.RAN_ON_DEVICE.get(backend, backend or "unknown device")
-    twin = weights_kind(weights, model_id) == vocab.WEIGHTS_TWIN
-    if device == vocab.RAN_ON_TRAINIUM and not twin:
+    kind = weights_kind(weights, model_id)
+    twin = kind == vocab.WEIGHTS_TWIN
+    if device == vocab.RAN_ON_TRAINIUM and kind == vocab.WEIGHTS_HUB:  # a shelf or folder copy is not the Hub's
         return device
     return f"{device} {vocab.RAN_ON_TWIN if twin else vocab.RAN_ON_REAL}"
 
@@ -274,7 +358,13 @@ def resume_key(row: dict) -> tuple:
 
 
 def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and value != value)  # NaN from a pandas column
+    """None, NaN, or pandas' NA (a nullable integer column's missing count)."""
+    if value is None or isinstance(value, (str, bytes)):
+        return value is None
+    try:
+        return bool(value != value)  # NaN is the one value unequal to itself
+    except TypeError:  # pd.NA: its truth is ambiguous, and it is missing
+        return True
 
 
 def replaces(new_key: tuple, old_key: tuple) -> bool:
