@@ -40,7 +40,8 @@ DIGESTS = {"0.3.0": "aca5d48f4036e481d274138a913c3732b0effba8fa54762ac5ff8fba9f5
            "0.4.1": "127242b968a67cde5d80f030748a19b3b894e82dfbb9496ec3e67c7b6bfa919a",
            "0.4.2": "200e7f290d167e315f3b7f965722b50ac87651f7fb2b644fc6bb42dc8256d5b8",
            "0.4.3": "f4472b54006f914d67ff2250cff2cdaed66ee10d5b471cc5803a2b24bde5bea0",
-           "0.4.4": "a980d829de0fd791ec65df460b807d952f0d5acc097c4787e35b8fe590dbc532"}
+           "0.4.4": "a980d829de0fd791ec65df460b807d952f0d5acc097c4787e35b8fe590dbc532",
+           "0.4.5": "259794cfe8be90090f1551ea602c09f8e8f0af225d69858ce7253afbec7781ce"}
 
 MODELS = [ModelRef("tiny/llama", "/twins/llama", "text-generation", "llama"),
           ModelRef("tiny/llava", "/twins/llava", "image-text-to-text", "llava"),
@@ -113,13 +114,64 @@ def test_a_tampered_recipe_is_still_refused_whatever_the_measuring():
 
 def test_the_measuring_wraps_the_files_own_functions(tmp_path):
     """instrument() replaces the recipe's call and device run in the loaded module, nothing else: the recipe's
-    loader, its reference and its launcher stay the file's own."""
+    loader and its reference stay the file's own."""
     params = render.recipe_params(MODELS[0], get_backend("cpu"))
     path = tmp_path / "run.py"
     path.write_text(render.render_run_py(params))
     module = measure.load_run_py(str(path))
-    own = {name: getattr(module, name) for name in ("load", "reference_run", "sharded_run", "generate", "device_run")}
+    own = {name: getattr(module.module, name) for name in ("load", "reference_run", "generate", "device_run")}
     measure.instrument(module, params, sharded=False)
-    assert module.load is own["load"] and module.reference_run is own["reference_run"]
-    assert module.sharded_run is own["sharded_run"]
+    assert module.load is own["load"] and module.module.reference_run is own["reference_run"]
     assert module.generate is not own["generate"] and module.device_run is not own["device_run"]
+
+
+def _names_the_measuring_uses() -> set[str]:
+    """Every attribute the measuring reads or sets on a run.py (``module.X``, ``self.module.X``), and the recipe
+    calls it wraps by name (``call = "generate"``), from its source."""
+    tree = ast.parse(Path(measure.__file__).read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and (
+                isinstance(node.value, ast.Name) and node.value.id == "module"
+                or isinstance(node.value, ast.Attribute) and node.value.attr == "module"):
+            names.add(node.attr)
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["call"]:
+            names.add(node.value.value)
+    return names - {"module", "declared", "path", ""}
+
+
+RENDERED = [(model, backend, cores) for model in MODELS for backend in ("cpu", "neuron")
+            for cores in ((1, 2) if model.task in ("text-generation", "image-text-to-text") else (1,))]
+
+
+@pytest.mark.parametrize("model, backend, cores", RENDERED,
+                         ids=[f"{m.model_id}-{b}-{c}" for m, b, c in RENDERED])
+def test_every_rendered_run_py_defines_what_it_declares_to_the_measuring(tmp_path, model, backend, cores):
+    """Each recipe lists the names the measuring may use (MEASURED, in the recipe); every rendered file defines each
+    of them, and the measuring uses no other (a rename on one side fails here, not in a run)."""
+    params = render.recipe_params(model, get_backend(backend), cores=cores,
+                                  parallelism="tp" if cores > 1 else "none")
+    path = tmp_path / "run.py"
+    path.write_text(render.render_run_py(params))
+    module = measure.load_run_py(str(path))
+    assert [name for name in module.declared if not hasattr(module.module, name)] == []
+    assert ("rank_main" in module.declared) == (cores > 1)
+    declared_somewhere = set()
+    for other in MODELS:  # every recipe's list, sharded where it can be
+        shards = other.task in ("text-generation", "image-text-to-text")
+        text = render.render_run_py(render.recipe_params(other, get_backend("cpu"), cores=2 if shards else 1,
+                                                         parallelism="tp" if shards else "none"))
+        (tmp_path / "other.py").write_text(text)
+        declared_somewhere |= measure.load_run_py(str(tmp_path / "other.py")).declared
+    assert _names_the_measuring_uses() <= declared_somewhere, _names_the_measuring_uses() - declared_somewhere
+
+
+def test_a_name_the_recipe_does_not_declare_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "run.py"
+    path.write_text(render.render_run_py(render.recipe_params(MODELS[0], get_backend("cpu"))))
+    module = measure.load_run_py(str(path))
+    with pytest.raises(AttributeError, match=r"does not declare 'reference_run' in MEASURED"):
+        module.reference_run  # noqa: B018 - the read is the test
+    path.write_text(path.read_text().replace("MEASURED = (", "UNDECLARED = ("))
+    with pytest.raises(RuntimeError, match="declares no MEASURED names: .*render it again"):
+        measure.load_run_py(str(path))

@@ -25,11 +25,28 @@ def test_rendered_run_py_carries_the_models_parameters(tmp_path):
 
 
 def test_rendered_run_py_imports_only_stdlib_torch_transformers_and_pillow():
-    """Self-contained: torch, transformers and pillow (the test image), and torch_neuronx, which a neuron rank imports
-    before its process group (the Neuron SDK ships it; on other devices that line never runs)."""
-    text = render.render_run_py(render.recipe_params(VLM, get_backend("cpu")))
-    modules = imported_modules(text)
-    assert modules - set(sys.stdlib_module_names) == {"torch", "transformers", "PIL", "torch_neuronx"}
+    """Self-contained: torch, transformers and pillow (the test image); a sharded file also torch_neuronx, which a
+    neuron rank imports before its process group (the Neuron SDK ships it; on other devices that line never runs)."""
+    one_core = render.render_run_py(render.recipe_params(VLM, get_backend("cpu")))
+    assert imported_modules(one_core) - set(sys.stdlib_module_names) == {"torch", "transformers", "PIL"}
+    sharded = render.render_run_py(render.recipe_params(VLM, get_backend("cpu"), cores=2, parallelism="tp"))
+    assert imported_modules(sharded) - set(sys.stdlib_module_names) == {"torch", "transformers", "PIL", "torch_neuronx"}
+
+
+def test_a_one_core_run_py_holds_only_what_its_model_runs():
+    """No launcher, no sharded loading, no other task's loading; the note says how to render the sharded file. Line
+    budgets on neuron: text generation 300, sentence-transformers 230; the sharded text-generation file adds the
+    launcher and its loading only."""
+    neuron = get_backend("neuron")
+    text = render.render_run_py(render.recipe_params(TEXT, neuron))
+    for absent in ("def sharded_run(", "def rank_main(", "def sharding_kwargs(", "def test_image(", "def test_audio(",
+                   "def load_image_text_to_text(", "render: "):
+        assert absent not in text, absent
+    assert "neuronhelpers render MODEL --cores N" in text and len(text.splitlines()) <= 300
+    sharded = render.render_run_py(render.recipe_params(TEXT, neuron, cores=2, parallelism="tp"))
+    assert "def sharded_run(" in sharded and "def sharding_kwargs(" in sharded and "def test_image(" not in sharded
+    encoder = ModelRef("tiny/bert", "/twins/bert", "feature-extraction", "bert")
+    assert len(render.render_run_py(render.recipe_params(encoder, neuron)).splitlines()) <= 230
 
 
 def rendered_namespace(params: dict) -> dict:
@@ -128,7 +145,7 @@ def test_run_py_alone_prints_the_text_then_one_json_line_with_the_recipes_figure
 
 
 def test_run_py_reads_top_down_parameters_main_device_run_loading_reference_launcher_helpers():
-    text = render.render_run_py(render.recipe_params(TEXT, get_backend("cpu")))
+    text = render.render_run_py(render.recipe_params(TEXT, get_backend("cpu"), cores=2, parallelism="tp"))
     order = [text.index(marker) for marker in ("PARAMS = {", "def main(", "def pin_neuron_contract(", "def device_run(",
                                                "def load(", "def reference_run(", "def sharded_run(", "def emit(")]
     assert order == sorted(order)

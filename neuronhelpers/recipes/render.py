@@ -26,15 +26,35 @@ SCAFFOLD_FILE = "scaffold.py"
 _PARAMS_BLOCK = re.compile(r"(# --- parameters \(rendered\) ---\n).*?(\n# --- end parameters ---)", re.S)
 _BANNER = re.compile(r"^# ---- (.+?) -*$", re.M)
 _DROP = "# render: drop"
+# A line kept only in a sharded run.py, or only in a one-core one (the marker itself is not rendered).
+_ONLY = re.compile(r"\s*# render: (sharded|one core) only$")
+# What a one-core run.py says where the sharded launcher would be.
+ONE_CORE_NOTE = ("# ---- sharded launch " + "-" * 88 + "\n"
+                 "# This run.py runs on one core: its plan fits one. A model planned on several gets the launcher "
+                 "(one\n# process per core, no torchrun): neuronhelpers render MODEL --cores N\n")
 
 
 def recipe_source(name: str) -> str:
     return resources.files("neuronhelpers.recipes").joinpath(name).read_text()
 
 
-def _sections(text: str) -> tuple[str, list[tuple[str, str]]]:
-    """(the text before the first banner, [(section name, section text with its banner)])."""
-    text = "\n".join(line for line in text.splitlines() if not line.rstrip().endswith(_DROP)) + "\n"
+def _plan_lines(text: str, sharded: bool) -> str:
+    """The lines for this plan: ``# render: drop`` lines gone, a ``sharded only`` / ``one core only`` line kept (its
+    marker removed) where the plan is that."""
+    kept = []
+    for line in text.splitlines():
+        if line.rstrip().endswith(_DROP):
+            continue
+        only = _ONLY.search(line)
+        if only and (only.group(1) == "sharded") != sharded:
+            continue
+        kept.append(line[:only.start()] if only else line)
+    return "\n".join(kept) + "\n"
+
+
+def _sections(text: str, sharded: bool = False) -> tuple[str, list[tuple[str, str]]]:
+    """(the text before the first banner, [(section name, section text with its banner)]), for this plan."""
+    text = _plan_lines(text, sharded)
     marks = list(_BANNER.finditer(text))
     preamble = text[: marks[0].start()] if marks else text
     sections = [(m.group(1), text[m.start(): marks[i + 1].start() if i + 1 < len(marks) else len(text)].rstrip() + "\n")
@@ -42,17 +62,29 @@ def _sections(text: str) -> tuple[str, list[tuple[str, str]]]:
     return preamble, sections
 
 
-def template_text(library: str = vocab.TRANSFORMERS) -> str:
-    """The run.py of a library with an empty parameters block: scaffold and recipe in reading order."""
-    _, scaffold = _sections(recipe_source(SCAFFOLD_FILE))
-    docstring, recipe = _sections(recipe_source(RECIPE_FILES[library]))
+def _for_plan(name: str, sharded: bool, task: str | None) -> bool:
+    """Whether a recipe section belongs in this run.py: ``loading: <task>`` only for that task, ``loading: sharded``
+    only where the plan shards (``task`` None: every task)."""
+    if not name.startswith("loading: "):
+        return True
+    kind = name.split(": ", 1)[1]
+    return sharded if kind == "sharded" else task is None or kind == task
+
+
+def template_text(library: str = vocab.TRANSFORMERS, sharded: bool = True, task: str | None = None) -> str:
+    """The run.py of a library with an empty parameters block: scaffold and recipe in reading order. Rendered for one
+    plan, it holds only what that plan runs: the sharded launcher and loading where it shards (a one-core file says
+    how to render one), the loading of its ``task`` alone; the defaults give every part."""
+    _, scaffold = _sections(recipe_source(SCAFFOLD_FILE), sharded)
+    docstring, recipe = _sections(recipe_source(RECIPE_FILES[library]), sharded)
     shared = dict(scaffold)
-    own = [(name, body) for name, body in recipe if name != "helpers"]
+    own = [(name, body) for name, body in recipe if name != "helpers" and _for_plan(name, sharded, task)]
     helpers = [body for name, body in recipe if name == "helpers"]
     # The scaffold's helpers follow the recipe's under the one "helpers" banner.
     scaffold_helpers = shared["helpers"].split("\n", 1)[1].lstrip("\n")
     parts = [docstring.strip() + "\n", shared["imports"], shared["parameters"], shared["main"],
-             shared["the Trainium contract"], *(body for _, body in own), shared["sharded launch"],
+             shared["the Trainium contract"], *(body for _, body in own),
+             shared["sharded launch"] if sharded else ONE_CORE_NOTE,
              *(helpers or [shared["helpers"].split("\n", 1)[0] + "\n"]), scaffold_helpers,
              'if __name__ == "__main__":\n    sys.exit(main(sys.argv[1:]))\n']
     return "\n\n".join(part.strip("\n") + "\n" for part in parts)
@@ -91,7 +123,8 @@ def recipe_params(model, backend: Backend, *, dtype: str | None = None, trust_re
 def render_run_py(params: dict) -> str:
     """The standalone run.py for these parameters (see ``recipe_params``)."""
     block = "PARAMS = {\n" + "".join(f"    {key!r}: {value!r},\n" for key, value in params.items()) + "}"
-    template = template_text(params.get("library", vocab.TRANSFORMERS))
+    template = template_text(params.get("library", vocab.TRANSFORMERS), sharded=params.get("cores", 1) > 1,
+                             task=params.get("task"))
     text, count = _PARAMS_BLOCK.subn(lambda m: m.group(1) + block + m.group(2), template, count=1)
     if count != 1:
         raise RuntimeError("recipes/scaffold.py lost its parameters block")

@@ -31,7 +31,8 @@ def main(argv):
     else:
         if PARAMS["device"] == "neuron":
             pin_neuron_contract()
-        result = sharded_run(PARAMS) if PARAMS["cores"] > 1 else device_run(PARAMS)
+        result = sharded_run(PARAMS) if PARAMS["cores"] > 1 else device_run(PARAMS)  # render: sharded only
+        result = device_run(PARAMS)  # render: one core only
     result["model_id"] = PARAMS["model_id"]
     emit(result)
     return 0 if result["ok"] else 1

@@ -16,8 +16,14 @@ import time  # render: drop
 
 from .scaffold import compile_options, failed, peak_memory_bytes  # render: drop
 
-
 # ---- the recipe --------------------------------------------------------------------------------------------
+# The names the harness's measuring (neuronhelpers/run/measure.py) reads or wraps when it runs this file, and
+# only these: rename one here and there together.
+MEASURED = ("PARAMS", "main", "emit", "failed", "pin_neuron_contract", "device_run", "generate", "load",
+            "compiled_generation_kwargs", "new_tokens", "NotCompiled")
+MEASURED += ("rank_main",)  # render: sharded only
+
+
 def device_run(params, rank=None):
     """Load on the device, compile through a static cache, generate 32 greedy tokens cold and then warm."""
     device = params["device"] if rank is None or params["device"] == "cpu" else f"{params['device']}:{rank}"
@@ -122,35 +128,14 @@ class NotCompiled(RuntimeError):
 
 # ---- loading -----------------------------------------------------------------------------------------------
 def load(params, device, sharded=False):
-    """from_pretrained the model and its tokenizer or processor; the prompt (in the chat template if it has one)."""
+    """from_pretrained the model and its tokenizer or processor, and its inputs, by its task's loader (below)."""
     import torch
-    import transformers
 
     dtype = getattr(torch, params["dtype"])
     common = {"trust_remote_code": params["trust_remote_code"], "revision": params["revision"]}
-    weights = {**common, **(sharding_kwargs(params) if sharded else {})}
-    if params["task"] == "image-text-to-text":
-        processor = transformers.AutoProcessor.from_pretrained(params["model_path"], **common)
-        model = transformers.AutoModelForImageTextToText.from_pretrained(params["model_path"], dtype=dtype, **weights)
-        if getattr(processor, "chat_template", None):
-            messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": params["prompt"]}]}]
-            text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        else:  # a plain prompt, after the image token where the processor names one
-            text = (getattr(processor, "image_token", None) or "") + params["prompt"]
-        inputs = processor(text=text, images=[test_image()], return_tensors="pt")
-        tokenizer = processor.tokenizer
-    elif params["task"] == "automatic-speech-recognition":  # no text prompt: the audio clip alone
-        processor = transformers.AutoProcessor.from_pretrained(params["model_path"], **common)
-        model = transformers.AutoModelForSpeechSeq2Seq.from_pretrained(params["model_path"], dtype=dtype, **weights)
-        inputs = speech_inputs(processor, params.get("audio_seconds", 2.0))
-        tokenizer = processor.tokenizer
-    else:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(params["model_path"], **common)
-        model = transformers.AutoModelForCausalLM.from_pretrained(params["model_path"], dtype=dtype, **weights)
-        messages = [{"role": "user", "content": params["prompt"]}]
-        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False) \
-            if tokenizer.chat_template else params["prompt"]
-        inputs = tokenizer(text, return_tensors="pt")
+    weights = {**common, **(sharding_kwargs(params) if sharded else {})}  # render: sharded only
+    weights = common  # render: one core only
+    model, tokenizer, inputs = LOADERS[params["task"]](params, dtype, common, weights)
     model.eval()
     if sharded:
         device = model.device  # transformers placed each shard on this rank's device
@@ -160,6 +145,10 @@ def load(params, device, sharded=False):
     return model, tokenizer, inputs
 
 
+LOADERS = {}  # task -> its loader: (params, dtype, common, weights) -> (model, tokenizer, inputs)
+
+
+# ---- loading: sharded ----------------------------------------------------------------------------------------
 def sharding_kwargs(params):
     """from_pretrained's arguments for transformers' own sharding, in whichever form the installed release takes."""
     import transformers
@@ -173,6 +162,40 @@ def sharding_kwargs(params):
     return {"tp_plan": "auto"}  # older releases
 
 
+# ---- loading: text-generation ------------------------------------------------------------------------------
+def load_text_generation(params, dtype, common, weights):
+    """A causal LM and its tokenizer; the prompt in the chat template if it has one."""
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(params["model_path"], **common)
+    model = transformers.AutoModelForCausalLM.from_pretrained(params["model_path"], dtype=dtype, **weights)
+    messages = [{"role": "user", "content": params["prompt"]}]
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False) \
+        if tokenizer.chat_template else params["prompt"]
+    return model, tokenizer, tokenizer(text, return_tensors="pt")
+
+
+LOADERS["text-generation"] = load_text_generation
+
+
+# ---- loading: image-text-to-text ---------------------------------------------------------------------------
+def load_image_text_to_text(params, dtype, common, weights):
+    """An image-text model and its processor; the test image and the prompt, in the chat template if it has one."""
+    import transformers
+
+    processor = transformers.AutoProcessor.from_pretrained(params["model_path"], **common)
+    model = transformers.AutoModelForImageTextToText.from_pretrained(params["model_path"], dtype=dtype, **weights)
+    if getattr(processor, "chat_template", None):
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": params["prompt"]}]}]
+        text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    else:  # a plain prompt, after the image token where the processor names one
+        text = (getattr(processor, "image_token", None) or "") + params["prompt"]
+    return model, processor.tokenizer, processor(text=text, images=[test_image()], return_tensors="pt")
+
+
+LOADERS["image-text-to-text"] = load_image_text_to_text
+
+
 def test_image():
     """A deterministic 64x64 RGB gradient as a PIL image: no file, no download."""
     from PIL import Image
@@ -180,6 +203,19 @@ def test_image():
     pixels = bytes(channel for y in range(64) for x in range(64)
                    for channel in ((x * 4) % 256, (y * 4) % 256, ((x + y) * 2) % 256))
     return Image.frombytes("RGB", (64, 64), pixels)
+
+
+# ---- loading: automatic-speech-recognition -----------------------------------------------------------------
+def load_automatic_speech_recognition(params, dtype, common, weights):
+    """A speech-to-text model and its processor; no text prompt: the audio clip alone (or a transcription request)."""
+    import transformers
+
+    processor = transformers.AutoProcessor.from_pretrained(params["model_path"], **common)
+    model = transformers.AutoModelForSpeechSeq2Seq.from_pretrained(params["model_path"], dtype=dtype, **weights)
+    return model, processor.tokenizer, speech_inputs(processor, params.get("audio_seconds", 2.0))
+
+
+LOADERS["automatic-speech-recognition"] = load_automatic_speech_recognition
 
 
 def test_audio(sampling_rate, seconds=2.0):

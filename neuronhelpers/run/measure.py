@@ -28,6 +28,7 @@ import sys
 import time
 
 from neuronhelpers.core import settings, vocab
+from neuronhelpers.core.versions import MEASURING_VERSION
 from neuronhelpers.run.instruments import (
     RecompileLog,
     StepClock,
@@ -43,12 +44,42 @@ QUICK_CALL_S = 2.0
 REASONS_KEPT = 3  # the last recompile reasons a row keeps
 
 
-def load_run_py(path: str):
-    """The rendered run.py as a module (not run as __main__): its functions, to be wrapped and called."""
+class RunPy:
+    """A rendered run.py as the measuring sees it: only the names its recipe declares in ``MEASURED`` may be read or
+    replaced, so the contract between the recipes and this file is written in the recipes, and a name renamed on one
+    side fails in one line here instead of somewhere deep in a run. ``module`` is the file's module itself."""
+
+    def __init__(self, module, path: str):
+        declared = getattr(module, "MEASURED", None)
+        if declared is None:
+            raise RuntimeError(f"{path} declares no MEASURED names: not a run.py this measuring "
+                               f"(measuring {MEASURING_VERSION}) knows; render it again (neuronhelpers render MODEL)")
+        object.__setattr__(self, "module", module)
+        object.__setattr__(self, "declared", frozenset(declared))
+        object.__setattr__(self, "path", path)
+
+    def _check(self, name: str) -> None:
+        if name not in self.declared:
+            raise AttributeError(f"{self.path} does not declare {name!r} in MEASURED: the measuring may not use it")
+
+    def __getattr__(self, name: str):
+        self._check(name)
+        try:
+            return getattr(self.module, name)
+        except AttributeError:
+            raise RuntimeError(f"{self.path} declares {name!r} in MEASURED but defines no such name") from None
+
+    def __setattr__(self, name: str, value) -> None:
+        self._check(name)
+        setattr(self.module, name, value)
+
+
+def load_run_py(path: str) -> RunPy:
+    """The rendered run.py as a module (not run as __main__): its declared functions, to be wrapped and called."""
     spec = importlib.util.spec_from_file_location("run_py", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    return RunPy(module, path)
 
 
 def main(argv: list[str]) -> int:
@@ -58,7 +89,8 @@ def main(argv: list[str]) -> int:
     params = module.PARAMS
     if "--eager" not in flags:
         instrument(module, params, sharded=params["cores"] > 1)
-        module.rank_main = functools.partial(measured_rank, path)  # each spawned rank is measured the same way
+        if params["cores"] > 1:
+            module.rank_main = functools.partial(measured_rank, path)  # each spawned rank is measured the same way
         return module.main(flags)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # as run.py's main sets it
     if params["device"] == "neuron":
@@ -254,8 +286,7 @@ class _PipelineMeasuring(_Measuring):
             draw = self.original["draw"]
             self.eager_before_compiling(_pipeline_parameters(pipe), lambda: draw(pipe, self.params),
                                         lambda seconds: ("eager_image_s", seconds))
-            # a run.py rendered before pipelines had stages names plain attributes (unet, vae)
-            resolve = getattr(self.module, "resolve", getattr)
+            resolve = self.module.resolve
             main = self.module.denoiser_name(pipe)
             self.perturbed_run(resolve(pipe, main), _pipeline_parameters(pipe),
                                lambda: self.module.image_payload(draw(pipe, self.params)))
@@ -263,7 +294,7 @@ class _PipelineMeasuring(_Measuring):
             # resolved again after compiling: the main denoiser is now its compiled wrapper, so the hook stays outside
             # the compiled graph
             resolve(pipe, main).register_forward_pre_hook(self.clock.denoiser_called)
-            path = self.module.image_decoder(pipe) if hasattr(self.module, "image_decoder") else "vae"
+            path = self.module.image_decoder(pipe)
             if path is not None:  # a pixel-space pipeline has no decoder: the image is done when draw returns
                 decoder = resolve(pipe, path)
                 decode = decoder.decode
@@ -317,11 +348,8 @@ def eager_run(module, params: dict) -> dict:
 
 
 def new_tokens(module, model, output, inputs):
-    """The generated tokens as the run.py counts them (``new_tokens``: after a decoder prompt too, for speech); a
-    run.py rendered before speech recognition counts them after the prompt's input_ids."""
-    if hasattr(module, "new_tokens"):
-        return module.new_tokens(model, output, inputs)
-    return module.generated_tokens(model, output, inputs["input_ids"].shape[1])
+    """The generated tokens as the run.py counts them (``new_tokens``: after a decoder prompt too, for speech)."""
+    return module.new_tokens(model, output, inputs)
 
 
 def eager_not_tried(params: dict, sharded: bool, parameters: int) -> str | None:
