@@ -1,4 +1,4 @@
-"""The Trainium path held to the platform's documented contract (DESIGN.md 2e), tested without the device.
+"""The Trainium path held to the platform's documented contract (docs/design.md, section 4), tested without the device.
 
 Each test quotes the rule it holds us to and checks what OUR code does about it: the environment each rank gets,
 what a launching process imports, what run.py pins, how the planner and harness treat the cores an instance has.

@@ -96,7 +96,7 @@ def test_core_imports_nothing_of_the_package_beyond_core():
     assert upward == set(), f"core must stay a leaf: {sorted(upward)}"
 
 
-# The stages of the data flow, bottom up (DESIGN.md section 4): each may import only the stages listed before it.
+# The stages of the data flow, bottom up (docs/design.md, section 2): each may import only the stages listed before it.
 # plan imports only core (the Selected list is planned from its published parameter counts); process sits above
 # recipes because the parent-death signal every run and rank takes is written once, in the scaffold run.py carries.
 LAYERS = ["core", "plan", "recipes", "process", "verdict", "twins", "models", "store", "run", "analysis", "sweep",
@@ -248,7 +248,7 @@ def test_every_word_a_rendered_run_py_can_write_is_in_the_vocabulary(library):
     from neuronhelpers.core import vocab
     from neuronhelpers.recipes import render
 
-    source = render.template_text(library)
+    source = render.template_text(library)  # every part: the sharded launcher and each task's loading
     stages = set(re.findall(r"""\bstage = ["'](\w+)["']""", source))
     stages |= set(re.findall(r"""failed\(exc, ["'](\w+)["']""", source))
     assert stages, "the stage pattern no longer matches the recipes: update this test"
