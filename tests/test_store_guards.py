@@ -207,6 +207,16 @@ def test_an_append_into_a_file_the_reader_would_skip_is_refused_and_nothing_is_w
     assert path.read_bytes() == before
 
 
+def test_a_folder_whose_only_file_is_damaged_is_not_written_in_either_layout(tmp_path):
+    """Its layout cannot be told: our files would be written into what may be a published folder."""
+    damaged = tmp_path / "data" / "train.parquet"
+    damaged.parent.mkdir(parents=True)
+    damaged.write_bytes(b"PAR1 not really")
+    with pytest.raises(UserError, match="none of which can be read, so its layout .* cannot be told"):
+        dataset.append_rows(tmp_path, [result_row("org/a")])
+    assert dataset.parquet_files(tmp_path) == [damaged]
+
+
 # ---- one validation for every row ---------------------------------------------------------------------------------
 
 def _trainium_row(**overrides):

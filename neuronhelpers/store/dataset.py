@@ -81,7 +81,11 @@ def append_rows(folder, rows: list[dict]) -> list[str]:
     """
     folder = Path(folder)
     with folder_lock(folder):
-        if folder_layout(folder) == PUBLISHED:
+        layout = folder_layout(folder)
+        if layout is None and parquet_files(folder):  # every file damaged: which layout it is in cannot be told
+            raise UserError(f"'{folder}' holds Parquet files none of which can be read, so its layout (ours or the "
+                            "published one) cannot be told: mend or move them; nothing was written")
+        if layout == PUBLISHED:
             return append_published(folder, rows)
         rows = _last_per_key(schema.checked_rows(rows), schema.resume_key)
         by_file: dict[str, list[dict]] = {}
