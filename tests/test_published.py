@@ -242,8 +242,8 @@ def test_a_twin_row_offered_to_the_published_layout_is_refused_in_one_line(
     from test_publish import make_row
 
     proc_before = len(hub.requests)
-    with pytest.raises(UserError, match=rf"^{REPO} is laid out as the published Trainium dataset: .*tiny/gpt2, PASS, "
-                                        r"CPU twin\); nothing was written$"):
+    with pytest.raises(UserError, match=rf"^{REPO} is laid out as the published Trainium dataset, .*row for "
+                                        r"'tiny/gpt2' ran on CPU twin, not Trainium; nothing was written$"):
         publish.contribute(write_row(tmp_path / "row.json", make_row("tiny/gpt2")), REPO, api=api)
     assert all(r.method in ("GET", "HEAD") for r in hub.requests[proc_before:]) and hub.pull_requests(REPO) == []
 
