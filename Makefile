@@ -18,7 +18,7 @@ install: $(STAMP)
 
 demo: install
 	$(PY) -m neuronhelpers checkpoints --install || echo "make demo: the shelf of real checkpoints could not be installed here; the demo sweeps twins only"
-	$(PY) -m neuronhelpers demo
+	$(PY) -m neuronhelpers demo --jobs 2  # two models at once: a fresh clone's first command within 10 minutes on 2 cores
 
 test: install checkpoints lint
 	bash scripts/install_browser.sh
