@@ -5,8 +5,8 @@ Data flows one way, one subpackage per stage, each importing only those above it
 
     core/      vocabulary, errors, settings, backends, versions, is the Hub reachable          [04, 05]
     plan/      how many NeuronCores hold a model, and how it is split (TP / EP)             [03]
-    recipes/   the run.py recipes and their renderer: the only source of run.py              [02]
     process/   a run.py's own process tree (timeout, limits, the JSON line), the fork server  [02, 05]
+    recipes/   the run.py recipes and their renderer: the only source of run.py              [02]
     verdict/   per run: token and tensor checks, failure classification and its signature    [04]
     twins/     tiny twins: real architectures shrunk, built offline; broken copies           [02, 04, 06]
     models/    what a person typed -> a checkpoint to load; the Selected list; Hub rankings   [01, 02]

@@ -173,3 +173,16 @@ def test_requirements_pin_the_installed_versions():
 def test_parameters_block_is_required():
     with pytest.raises(ValueError, match="no parameters block"):
         render.params_of_run_py("print('hello')")
+
+
+def test_run_py_carries_the_process_helpers_exactly_as_core_holds_them():
+    """The parent-death signal, the out-of-memory words and the visible-cores parser have one source (core/processes);
+    the scaffold run.py carries is a copy of it, character for character."""
+    import inspect
+
+    from neuronhelpers.core import processes
+    from neuronhelpers.recipes import scaffold
+
+    for name in ("die_with_parent", "parse_visible_cores"):
+        assert inspect.getsource(getattr(scaffold, name)) == inspect.getsource(getattr(processes, name)), name
+    assert scaffold.MEMORY_WORDS == processes.MEMORY_WORDS

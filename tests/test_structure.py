@@ -97,9 +97,9 @@ def test_core_imports_nothing_of_the_package_beyond_core():
 
 
 # The stages of the data flow, bottom up (docs/design.md, section 2): each may import only the stages listed before it.
-# plan imports only core (the Selected list is planned from its published parameter counts); process sits above
-# recipes because the parent-death signal every run and rank takes is written once, in the scaffold run.py carries.
-LAYERS = ["core", "plan", "recipes", "process", "verdict", "twins", "models", "store", "run", "analysis", "sweep",
+# plan imports only core (the Selected list is planned from its published parameter counts); process needs only
+# core (the parent-death signal is core/processes.py, of which run.py carries a copy).
+LAYERS = ["core", "plan", "process", "recipes", "verdict", "twins", "models", "store", "run", "analysis", "sweep",
           "ui", "cli"]
 FACADE = {"neuronhelpers", "neuronhelpers.__main__"}  # the top-level names hand every stage's functions on
 

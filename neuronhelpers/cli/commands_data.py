@@ -234,7 +234,7 @@ def serve_until_stopped(cmd: list[str], env: dict, grace_s: float = 10.0) -> int
     import signal
     import subprocess
 
-    from neuronhelpers.recipes.scaffold import die_with_parent
+    from neuronhelpers.core.processes import die_with_parent
 
     server = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
 

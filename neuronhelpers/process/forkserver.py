@@ -41,7 +41,7 @@ PRELOAD = ("torch", "transformers", "transformers.modeling_utils", "transformers
 
 
 def _serve() -> int:
-    from neuronhelpers.recipes.scaffold import die_with_parent
+    from neuronhelpers.core.processes import die_with_parent
 
     die_with_parent()
     import importlib
@@ -87,7 +87,7 @@ def _child(request: dict) -> None:
     code = 1
     try:
         os.setsid()  # its own session and process group: the caller kills the whole group
-        from neuronhelpers.recipes.scaffold import die_with_parent
+        from neuronhelpers.core.processes import die_with_parent
 
         die_with_parent()  # dies with the fork server, which dies with the sweep
         if request.get("cpus"):

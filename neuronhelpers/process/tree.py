@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass, field
 
 from neuronhelpers.core import settings
+from neuronhelpers.core.processes import die_with_parent
 from neuronhelpers.core.settings import FORK_SERVER_ENV  # noqa: F401 - tests turn the server on and off with it
-from neuronhelpers.recipes.scaffold import die_with_parent
 
 
 @dataclass

@@ -1,10 +1,11 @@
 """The scaffold every run.py shares, whatever the library: parameters, main, the Trainium contract, the JSON line,
 failures, peak memory, and the sharded launcher (one process per core, no torchrun).
 
-``neuronhelpers.recipes.render`` joins it with one library recipe into a single self-contained run.py. The package
-imports what it needs from here (the parent-death signal, the out-of-memory words, the ranks' environment), so
-nothing is written twice. Nothing here measures more than the recipe itself reports: the harness's measuring
-(``neuronhelpers.run.measure``) wraps these functions when it runs the file. Taught in notebooks 02 and 03.
+``neuronhelpers.recipes.render`` joins it with one library recipe into a single self-contained run.py. The helpers the
+package needs too (the parent-death signal, the out-of-memory words, the visible-cores parser) have their source in
+``neuronhelpers.core.processes``; run.py carries a copy, held identical by tests/test_recipe.py. Nothing here measures
+more than the recipe itself reports: the harness's measuring (``neuronhelpers.run.measure``) wraps these functions when
+it runs the file. Taught in notebooks 02 and 03.
 
 Sections are marked by banner comments (``# ---- name ---``); the renderer places them in reading order.
 """
@@ -146,7 +147,7 @@ def die_with_parent():
         import signal
 
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    except (OSError, AttributeError):  # not Linux: a rank then ends with its launcher's process group only
         pass
 
 

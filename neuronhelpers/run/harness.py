@@ -15,6 +15,7 @@ from pathlib import Path
 from neuronhelpers.core import versions, vocab
 from neuronhelpers.core.backends import Backend, get_backend
 from neuronhelpers.core.network import offline_env
+from neuronhelpers.core.processes import parse_visible_cores
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S, REFERENCE_TIMEOUT_S, home
 from neuronhelpers.core.topology import neuron_topology
 from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS, UNTESTED
@@ -22,7 +23,6 @@ from neuronhelpers.models.resolve import TWIN_WEIGHTS, ModelRef, resolve_model
 from neuronhelpers.plan.cores import Plan, host_reference_budget, plan_model
 from neuronhelpers.process.tree import ProcessOutcome, execute
 from neuronhelpers.recipes import render
-from neuronhelpers.recipes.scaffold import parse_visible_cores
 from neuronhelpers.run.compile_cache import cache_env, cache_files
 from neuronhelpers.run.judge import make_judge
 from neuronhelpers.run.measure import eager_not_tried

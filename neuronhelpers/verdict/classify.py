@@ -7,9 +7,9 @@ Taught in notebook 04.
 from __future__ import annotations
 
 from neuronhelpers.core import vocab
+from neuronhelpers.core.processes import MEMORY_WORDS
 from neuronhelpers.core.vocab import FAIL, UNTESTED
 from neuronhelpers.process.tree import ProcessOutcome
-from neuronhelpers.recipes.scaffold import MEMORY_WORDS
 from neuronhelpers.verdict.causes import failing_guard, failure_cause, missing_package
 
 
