@@ -29,6 +29,7 @@ from neuronhelpers.store.files import (  # noqa: F401 - the file-level helpers, 
     parquet_files,
     read_schema,
     read_table,
+    with_metadata_of,
     write_table_atomic,
 )
 from neuronhelpers.store.lock import folder_lock
@@ -96,15 +97,14 @@ def append_rows(folder, rows: list[dict]) -> list[str]:
             path = folder / rel
             fresh = schema.rows_to_table(new)
             if path.exists():
-                original = _readable(path)
-                old = conform(original, keep_other_columns=True)
+                original, old = _readable(path)
                 keys = [schema.resume_key(r) for r in new]
                 old_keys = [schema.resume_key(dict(zip(schema.RESUME_KEY, v, strict=True)))
                             for v in zip(*(old.column(k).to_pylist() for k in schema.RESUME_KEY), strict=True)]
                 mask = [not any(schema.replaces(key, v) for key in keys) for v in old_keys]
                 fresh = pa.concat_tables([old.filter(pa.array(mask, type=pa.bool_())), fresh],
                                          promote_options="permissive")
-                fresh = _with_metadata(fresh, original)
+                fresh = with_metadata_of(fresh, original)
             tables[rel] = fresh
         for rel, table in tables.items():
             write_table_atomic(table, folder / rel)
@@ -120,27 +120,17 @@ def _last_per_key(rows: list[dict], key) -> list[dict]:
     return list(last.values())
 
 
-def _readable(path) -> pa.Table:
-    """A file a write is about to change, read as ``load_results`` would read it; one that it would skip is refused
-    in one line (appending to it would hide the new rows with it)."""
+def _readable(path) -> tuple[pa.Table, pa.Table]:
+    """A file a write is about to change, as it is and as ``load_results`` reads it (conformed, every column kept);
+    one that the reader would skip is refused in one line (appending to it would hide the new rows with it)."""
     try:
         table = read_table(path)
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             raise ValueError(f"not a results file (no {', '.join(missing)} column)")
-        conform(table)
+        return table, conform(table, keep_other_columns=True)
     except Exception as exc:  # noqa: BLE001 - the reader would skip it: say which, write nothing
         raise UserError(f"'{path}' cannot be read ({first_line(exc)}): mend or move it; nothing was written") from None
-    return table
-
-
-def _with_metadata(table: pa.Table, original: pa.Table) -> pa.Table:
-    """``table`` with ``original``'s schema metadata (the Hub's `huggingface` features) where it has the same columns:
-    a description of other columns would misdescribe it."""
-    metadata = original.schema.metadata
-    if metadata and table.column_names == original.column_names:
-        return table.replace_schema_metadata(metadata)
-    return table
 
 
 def _same_schema(names: pa.Schema) -> bool:
@@ -164,7 +154,7 @@ def upgrade_files(folder) -> list[str]:
                 continue
             if "harness_version" in names.names and not _same_schema(names):
                 original = read_table(path)
-                write_table_atomic(_with_metadata(conform(original, keep_other_columns=True), original), path)
+                write_table_atomic(with_metadata_of(conform(original, keep_other_columns=True), original), path)
                 rewritten.append(path.relative_to(folder).as_posix())
     return rewritten
 
@@ -191,7 +181,7 @@ def append_published(folder, rows: list[dict]) -> list[str]:
         raise schema.RowRefused(f"{folder} is laid out as the published Trainium dataset, which takes only PASS or "
                                 f"FAIL rows measured on Trainium under Hub ids: {exc}") from None
     with folder_lock(folder):
-        tables = {path.relative_to(folder).as_posix(): _readable(path) for path in parquet_files(folder)}
+        tables = {path.relative_to(folder).as_posix(): _readable(path)[0] for path in parquet_files(folder)}
         holds = {rel: published.pairs_in(table) for rel, table in tables.items()}
         # a new file beside the others (ours is the name where theirs show no pattern), never outside the folder
         home = (os.path.commonpath([os.path.dirname(rel) for rel in tables]) if tables else "") or DATA_DIR

@@ -45,7 +45,7 @@ def load_side(path: str | Path) -> pd.DataFrame:
     pairs = version_pairs(df) if len(df) else []  # by the rows' values: two compilers may share a file name
     if len(pairs) > 1:
         named = ", ".join(f"{lib} {lib_version} on {compiler}" for lib, compiler, lib_version in pairs)
-        files = sorted({f for f in df.attrs.get("files", [])})
+        files = sorted(df.attrs.get("files", []))
         raise UserError(f"'{path}' holds {len(pairs)} version pairs ({named}): give one results file a side, e.g. "
                         f"{files[0] if files else path}")
     return df

@@ -48,6 +48,15 @@ def read_table(path, filesystem=None) -> pa.Table:
                 raise
 
 
+def with_metadata_of(table: pa.Table, original: pa.Table) -> pa.Table:
+    """``table`` with ``original``'s schema metadata (the Hub's `huggingface` features) where it has the same columns:
+    a description of other columns would misdescribe it."""
+    metadata = original.schema.metadata
+    if metadata and table.column_names == original.column_names:
+        return table.replace_schema_metadata(metadata)
+    return table
+
+
 def read_schema(path) -> pa.Schema:
     """A Parquet file's schema, through one open handle (``read_table``'s reason)."""
     import pyarrow.parquet as pq

@@ -22,6 +22,7 @@ from neuronhelpers.core.backends import get_backend
 from neuronhelpers.core.errors import UserError, first_line
 from neuronhelpers.core.versions import NEURON_COMPILER
 from neuronhelpers.store import schema
+from neuronhelpers.store.files import with_metadata_of
 
 NEURON = get_backend("neuron").name
 # The values that place a published row: its file holds one (compiler, library, library version) pair.
@@ -164,11 +165,8 @@ def merged(original: pa.Table | None, rows: list[dict], where: str, like: pa.Sch
             raise UserError(f"{where} already holds {key[0]} tested at {key[-1]} with other values "
                             f"({', '.join(changed)}): a published row is not overwritten; nothing was written")
         fresh.append(key not in there)
-    out = pa.concat_tables([kept, new.filter(pa.array(fresh, pa.bool_()))])
     # the file's own schema metadata (the Hub's `huggingface` features) where its columns are unchanged
-    if original.schema.metadata and out.column_names == original.column_names:
-        out = out.replace_schema_metadata(original.schema.metadata)
-    return out
+    return with_metadata_of(pa.concat_tables([kept, new.filter(pa.array(fresh, pa.bool_()))]), original)
 
 
 def row_key(row: dict) -> tuple:

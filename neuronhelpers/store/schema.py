@@ -284,13 +284,14 @@ def checked_rows(rows: list[dict], *, published: bool = False) -> list[dict]:
             raise RowRefused(f"{label} has columns the schema does not: {', '.join(sorted(unknown))}; nothing was "
                              "written")
         row = new_row(**row)
-        stamp = row["timestamp"]
-        if isinstance(stamp, str):
+        text = row["timestamp"]
+        if isinstance(text, str):
             try:
-                stamp = _dt.datetime.fromisoformat(stamp)
+                row["timestamp"] = _iso_time(text, "timestamp")
             except ValueError:
-                raise RowRefused(f"{label}: timestamp {stamp!r} is not an ISO time; nothing was written") from None
-            row["timestamp"] = stamp if stamp.tzinfo else stamp.replace(tzinfo=_dt.timezone.utc)
+                row["timestamp"] = None
+            if row["timestamp"] is None:  # not a time, or blank: a row's time is required
+                raise RowRefused(f"{label}: timestamp {text!r} is not an ISO time; nothing was written")
         try:
             validate_row(row, published=published)
         except vocab.VocabularyError as exc:
