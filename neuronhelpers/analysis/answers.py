@@ -120,7 +120,8 @@ EFFECT_COLUMNS = ["model_id", "twin_model", "model_type", "task", "result", "sta
                   "architecture_result", "architecture_stage", "differs", "field"]
 
 
-def _verdict(result, stage) -> str:
+def verdict_text(result, stage) -> str:
+    """'FAIL at compile', 'PASS': a verdict as two rows are compared (a FAIL's stage counts)."""
     return f"{result} at {stage}" if result == FAIL else str(result)
 
 
@@ -136,7 +137,7 @@ def own_config_effects(rows: pd.DataFrame, isolated: dict | None = None) -> pd.D
         arch = answers.by_task.get((record.task, record.twin_of)) or answers.by_type.get(record.twin_of)
         if not hub_id or arch is None or record.result not in (PASS, FAIL) or arch.result not in (PASS, FAIL):
             continue
-        differs = _verdict(record.result, record.stage) != _verdict(arch.result, arch.stage)
+        differs = verdict_text(record.result, record.stage) != verdict_text(arch.result, arch.stage)
         out.append({"model_id": hub_id, "twin_model": record.model_id, "model_type": record.twin_of,
                     "task": record.task, "result": record.result, "stage": _text(record.stage),
                     "cause": _text(record.cause), "architecture_twin": arch.model_id,
@@ -164,7 +165,7 @@ def own_config_line(effects: pd.DataFrame) -> str:
     if differ.empty:
         return line
     named = "; ".join(
-        f"{r.model_id} {_verdict(r.result, r.stage)} (architecture twin "
-        f"{_verdict(r.architecture_result, r.architecture_stage)}; field: "
+        f"{r.model_id} {verdict_text(r.result, r.stage)} (architecture twin "
+        f"{verdict_text(r.architecture_result, r.architecture_stage)}; field: "
         f"{r.field or 'not yet looked for: causes --isolate'})" for r in differ.itertuples(index=False))
     return f"{line}: {named}"

@@ -18,9 +18,8 @@ import json
 import shutil
 from pathlib import Path
 
-from neuronhelpers.analysis.answers import ISOLATED_FILE, NOT_ISOLATED, own_config_effects
+from neuronhelpers.analysis.answers import ISOLATED_FILE, NOT_ISOLATED, own_config_effects, verdict_text
 from neuronhelpers.core.settings import home
-from neuronhelpers.core.vocab import FAIL
 
 MAX_RUNS = 5
 # what the catalog's biggest causes turn on: windows and layer kinds, and whether generate() keeps a cache at all
@@ -28,10 +27,6 @@ _FIRST = ("sliding", "window", "layer_types", "attention_type", "use_cache")
 _BOOKKEEPING = {"_name_or_path", "transformers_version", "torch_dtype", "dtype", "architectures", "auto_map",
                 "model_type", "id2label", "label2id", "bos_token_id", "eos_token_id", "pad_token_id",
                 "quantization_config", "initializer_range"}
-
-
-def _verdict(result, stage) -> str:
-    return f"{result} at {stage}" if result == FAIL else str(result)
 
 
 def architecture_config(model_type: str) -> dict:
@@ -127,7 +122,7 @@ def isolate_model(model_id: str, architecture_verdict: str, own_cause: str | Non
         (folder / "config.json").write_text(json.dumps(trial, indent=2))
         row = run_model(resolve_model(str(folder), twin=True), backend=backend, timeout=timeout)
         tried.append({"field": path, "result": row["result"], "stage": row.get("stage"), "cause": row.get("cause")})
-        if _verdict(row["result"], row.get("stage")) == architecture_verdict:
+        if verdict_text(row["result"], row.get("stage")) == architecture_verdict:
             return {"field": " + ".join([*kept, path]), "runs": len(tried), "tried": tried}
         if cause is not None and row.get("cause") != cause:  # this field failed it too: keep it set back
             config, cause = trial, row.get("cause")
@@ -148,7 +143,7 @@ def isolate_folder(folder, rows, *, backend=None, progress=None) -> dict:
     for record in effects[effects["differs"].astype(bool)].itertuples(index=False):
         if record.model_id in models:
             continue
-        models[record.model_id] = isolate_model(record.model_id, _verdict(record.architecture_result,
+        models[record.model_id] = isolate_model(record.model_id, verdict_text(record.architecture_result,
                                                                           record.architecture_stage),
                                                 record.cause or None, backend=backend)
         if progress:

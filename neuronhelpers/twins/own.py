@@ -190,22 +190,28 @@ def model_task(config: dict, files: dict) -> str:
                     "architecture of the installed transformers: no model twin is built for it")
 
 
-def model_twin_spec(source: str) -> TwinSpec:
-    """The TwinSpec of a model twin (Hub id or folder): the model's config and where it came from in the spec, so
-    the twin's cache key and a build in a child process both carry them."""
+def twin_task(source: str, config: dict, files: dict, task: str | None = None) -> str:
+    """The task a model twin of this config is tested for (``task``: the corpus's record, else ``model_task``), or
+    UserError when no twin is built for it (a type the installed transformers does not know, or no task of ours)."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-    own = read_own_config(source)
-    try:
-        config = own.config
-    except ValueError as exc:
-        raise UserError(f"'{source}': config.json is not valid JSON ({exc})") from None
     model_type = config.get("model_type")
     if model_type not in CONFIG_MAPPING_NAMES:
         why = ("its modeling code lives in the checkpoint (auto_map): no twin is built from a checkpoint's own code"
                if "auto_map" in config else "the installed transformers does not know it: upgrade transformers")
         raise UserError(f"'{source}' has model_type '{model_type}': {why}")
-    task = own.task or model_task(config, own.files)
+    return task or model_task(config, files)
+
+
+def model_twin_spec(source: str) -> TwinSpec:
+    """The TwinSpec of a model twin (Hub id or folder): the model's config and where it came from in the spec, so
+    the twin's cache key and a build in a child process both carry them."""
+    own = read_own_config(source)
+    try:
+        config = own.config
+    except ValueError as exc:
+        raise UserError(f"'{source}': config.json is not valid JSON ({exc})") from None
+    model_type, task = config.get("model_type"), twin_task(source, config, own.files, own.task)
     return TwinSpec(model_type, task, text_overrides(model_type), name=own.name,
                     own=json.dumps({"twin_from": own.twin_from, "files": own.files, "read": own.read,
                                     "digest": own.digest}, sort_keys=True))
@@ -214,16 +220,11 @@ def model_twin_spec(source: str) -> TwinSpec:
 def corpus_twins() -> tuple[list[str], dict[str, str]]:
     """The twin ids of the corpus models a twin is built for (``sweep --corpus``), and the others with why not (a
     classifier, an encoder without its modules.json, a type no task of ours runs)."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-
     ids, skipped = [], {}
     for model_id in corpus.corpus_ids():
         files = {name: data.decode() for name, data in corpus.corpus_files(model_id).items()}
-        config = json.loads(files["config.json"])
         try:
-            if config.get("model_type") not in CONFIG_MAPPING_NAMES:
-                raise UserError(f"model_type '{config.get('model_type')}' is not in the installed transformers")
-            corpus.corpus_task(model_id) or model_task(config, files)
+            twin_task(model_id, json.loads(files["config.json"]), files, corpus.corpus_task(model_id))
         except UserError as exc:  # not a model of a task we test: listed with its reason
             skipped[model_id] = str(exc)
             continue
