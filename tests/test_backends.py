@@ -90,6 +90,8 @@ def test_the_neuron_sdk_release_comes_from_the_environment_or_torch_neuronx(monk
     monkeypatch.setattr(versions, "distribution_version", lambda name: "2.14.3.0" if name == "torch-neuronx" else None)
     assert versions.neuron_sdk_release() == "2.33.0"  # TorchNeuron 2.14.3 ships with Neuron 2.33.0
     monkeypatch.setattr(versions, "distribution_version", lambda name: "2.14.3.1" if name == "torch-neuronx" else None)
-    assert versions.neuron_sdk_release() is None  # Neuron 2.34's release: not 2.33.0, and not guessed
+    assert versions.neuron_sdk_release() == "2.34.0"  # a fourth-component release: 2.34's, not 2.33.0
+    monkeypatch.setattr(versions, "distribution_version", lambda name: "2.14.3.2" if name == "torch-neuronx" else None)
+    assert versions.neuron_sdk_release() is None  # a release not in the table is not guessed
     monkeypatch.setattr(versions, "distribution_version", lambda name: None)
     assert versions.neuron_sdk_release() is None

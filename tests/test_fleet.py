@@ -55,27 +55,48 @@ def cluster(isolated_home):
 
 
 def stand_in(delay: float = 0.5, marks: str | None = None, doomed: str | None = None, crash: bool = False):
-    """Per-model work for the scheduling tests: plan on the node as the real task does, wait, return a PASS row.
-    ``marks``: a folder where each attempt leaves a file; ``doomed``: the node id where it waits to be killed;
-    ``crash``: the worker process dies (SIGKILL) instead."""
+    """Per-model work for the scheduling tests: given the driver's planned run as the real task is (never planned
+    again on the node), wait, return a PASS row. ``marks``: a folder where each attempt leaves a file; ``doomed``: the
+    node id where it waits to be killed; ``crash``: the worker process dies (SIGKILL) instead."""
 
-    def work(model, *, backend, cores, timeout, memory_limit_bytes):
+    def work(planned, *, timeout, memory_limit_bytes):
         import ray
 
         from neuronhelpers.core import versions
-        from neuronhelpers.run.harness import prepare_run
+        from neuronhelpers.run.harness import PlannedRun
 
+        assert isinstance(planned, PlannedRun), type(planned)
         node = ray.get_runtime_context().get_node_id()
         if marks:
-            Path(marks, f"{model.replace('/', '_')}@{node}@{time.time_ns()}").touch()
+            Path(marks, f"{planned.ref.model_id.replace('/', '_')}@{node}@{time.time_ns()}").touch()
         if crash:
             os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(300 if node == doomed else delay)
-        planned = prepare_run(model, backend=backend, cores=cores)
         return schema.new_row(**planned.identity(), result="PASS", verification="exact",
                                packages=versions.installed_packages())
 
     return work
+
+
+@pytest.mark.slow
+def test_a_task_runs_the_drivers_plan_resolving_again_only_a_path_missing_on_its_node(monkeypatch, tmp_path):
+    """A model is planned once per run (issue 40): a Ray task carries the driver's planned run. On the node that has
+    the model's files it is used as it is; on one that lacks them (the twin was built on the driver) the model is
+    resolved there again and only its path changes, never its plan (forced to 2 cores here, which the planner alone
+    would not choose for this twin)."""
+    import dataclasses
+
+    from neuronhelpers.run import harness
+
+    planned = harness.plan_run("tiny/qwen3", backend="cpu", cores=2)
+    monkeypatch.setattr(harness, "plan_model", lambda *args, **kwargs: pytest.fail("planned again on the node"))
+    assert harness.on_this_node(planned) is planned
+    elsewhere = str(tmp_path / "on-the-driver")
+    moved = dataclasses.replace(planned, ref=dataclasses.replace(planned.ref, path=elsewhere),
+                                params={**planned.params, "model_path": elsewhere})
+    here = harness.on_this_node(moved)
+    assert (here.plan, here.params, here.ref) == (planned.plan, planned.params, planned.ref)
+    assert here.plan.cores == 2 and here.params["cores"] == 2
 
 
 def test_request_and_feasibility_by_planned_cores():

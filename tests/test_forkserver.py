@@ -107,3 +107,18 @@ def test_a_run_folder_gives_back_each_processs_json_line(tmp_path):
     (tmp_path / "reference.stdout.txt").write_text("Traceback: no JSON line\n")
     assert saved_output(tmp_path) == {"ok": True, "image_png": "iVBOR"}
     assert saved_output(tmp_path, "reference") is None and saved_output(tmp_path, "eager") is None
+
+
+@pytest.mark.slow
+def test_a_sweeps_offline_runs_are_forked_though_the_caller_never_set_offline_mode(tmp_path, fresh_server,
+                                                                                    monkeypatch):
+    """Where the Hub cannot be reached, the harness gives each run HF_HUB_OFFLINE=1 (core.network.offline_env), an
+    import-time setting. A CLI sweep's own environment lacks it (only the tests set it): the server must be started
+    with it, or no run of a sweep is forked and each pays a fresh Python and its imports."""
+    from neuronhelpers.core import network
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(network, "hub_reachable", lambda *args, **kwargs: False)
+    outcome = tree.execute(write(tmp_path, SCRIPT), timeout=60, env=network.offline_env())
+    assert network.offline_env() == {"HF_HUB_OFFLINE": "1"}
+    assert outcome.launcher == "fork" and outcome.payload["torch_preloaded"], outcome.stderr

@@ -118,9 +118,11 @@ def test_a_twin_that_does_not_run_eagerly_is_refused(tmp_path, monkeypatch):
 
 # ---- recipes ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("ref, library, module", [(ST, "sentence-transformers", "sentence_transformers"),
-                                                  (SD, "diffusers", "diffusers")])
-def test_run_py_is_self_contained_stdlib_torch_and_the_library(tmp_path, ref, library, module):
+@pytest.mark.parametrize("ref, library, modules", [(ST, "sentence-transformers", {"sentence_transformers"}),
+                                                   (SD, "diffusers", {"diffusers", "PIL"})])
+def test_run_py_is_self_contained_stdlib_torch_and_the_library(tmp_path, ref, library, modules):
+    """torch and the library (for diffusers also Pillow, its own dependency, which writes the PNG); no launcher and
+    no note about one: these libraries are never split over cores (plan/cores.py)."""
     params = render.recipe_params(ref, get_backend("cpu"))
     assert params["library"] == library and "max_new_tokens" not in params
     text = render.render_run_py(params)
@@ -128,12 +130,11 @@ def test_run_py_is_self_contained_stdlib_torch_and_the_library(tmp_path, ref, li
     path = tmp_path / "run.py"
     path.write_text(text)
     py_compile.compile(str(path), doraise=True)
-    modules = imported_modules(text)
-    # these libraries are never split over cores (plan/cores.py): no launcher, so no neuron rank's import either
-    assert modules - set(sys.stdlib_module_names) == {"torch", module}
+    assert imported_modules(text) - set(sys.stdlib_module_names) == {"torch", *modules}
     order = [text.index(marker) for marker in ("PARAMS = {", "def main(", "def device_run(", "def load(",
-                                               "def reference_run(", "# ---- sharded launch", "def emit(")]
+                                               "def reference_run(", "def emit(")]
     assert order == sorted(order) and "render: " not in text and "def sharded_run(" not in text
+    assert "# ---- sharded launch" not in text and "--cores N" not in text
     assert 'fullgraph=True, dynamic=False' in text
 
 

@@ -35,8 +35,8 @@ def test_rendered_run_py_imports_only_stdlib_torch_transformers_and_pillow():
 
 def test_a_one_core_run_py_holds_only_what_its_model_runs():
     """No launcher, no sharded loading, no other task's loading; the note says how to render the sharded file. Line
-    budgets on neuron: text generation 300, sentence-transformers 230; the sharded text-generation file adds the
-    launcher and its loading only."""
+    budgets on neuron (issue 40): text generation 300, sentence-transformers 230, a text-to-image pipeline 400; the
+    sharded text-generation file adds the launcher and its loading only, 400 in all."""
     neuron = get_backend("neuron")
     text = render.render_run_py(render.recipe_params(TEXT, neuron))
     for absent in ("def sharded_run(", "def rank_main(", "def sharding_kwargs(", "def test_image(", "def test_audio(",
@@ -45,8 +45,11 @@ def test_a_one_core_run_py_holds_only_what_its_model_runs():
     assert "neuronhelpers render MODEL --cores N" in text and len(text.splitlines()) <= 300
     sharded = render.render_run_py(render.recipe_params(TEXT, neuron, cores=2, parallelism="tp"))
     assert "def sharded_run(" in sharded and "def sharding_kwargs(" in sharded and "def test_image(" not in sharded
+    assert len(sharded.splitlines()) <= 400
     encoder = ModelRef("tiny/bert", "/twins/bert", "feature-extraction", "bert")
     assert len(render.render_run_py(render.recipe_params(encoder, neuron)).splitlines()) <= 230
+    pipeline = ModelRef("tiny/t2i-flux", "/twins/t2i-flux", "text-to-image", "flux")
+    assert len(render.render_run_py(render.recipe_params(pipeline, neuron)).splitlines()) <= 400
 
 
 def rendered_namespace(params: dict) -> dict:
@@ -66,19 +69,58 @@ def test_neuron_backend_renders_neuron_device_compiler_and_bf16():
         "neuron", "neuron", "neuron", "bfloat16")
 
 
-def test_on_neuron_peak_memory_is_read_from_the_neuron_allocator_after_a_sync(monkeypatch):
-    """What run.py does on Trainium, checked against a stand-in for torch.neuron that records the calls: rank r of a
-    sharded run uses neuron:r, so its peak is read for that device (torch.neuron mirrors torch.cuda's API)."""
+def _memory_stand_in(name, calls, peak):
+    """A stand-in for torch.accelerator or torch.neuron (same two calls as torch.cuda) that records its calls; ``peak``
+    an exception class makes the read raise it, as a torch without that device does."""
+    def max_memory_allocated(device=None):
+        calls.append((name, "max", device))
+        if isinstance(peak, type):
+            raise peak(f"{name} keeps no statistics for {device}")
+        return peak
+
+    return type(f"{name}StandIn", (), {
+        "synchronize": staticmethod(lambda device=None: calls.append((name, "synchronize", device))),
+        "max_memory_allocated": staticmethod(max_memory_allocated)})
+
+
+def test_on_neuron_peak_memory_is_read_through_torch_accelerator_first(monkeypatch):
+    """Neuron 2.34's torch.accelerator memory functions work on Neuron: one code path for cuda and neuron. Rank r of a
+    sharded run reads neuron:r, synchronised first (pending work counts); torch.neuron is not asked."""
     import torch
 
     calls = []
-    neuron = type("NeuronStandIn", (), {
-        "synchronize": staticmethod(lambda device=None: calls.append(("synchronize", device))),
-        "max_memory_allocated": staticmethod(lambda device=None: calls.append(("max", device)) or 123)})
-    monkeypatch.setattr(torch, "neuron", neuron, raising=False)
+    monkeypatch.setattr(torch, "accelerator", _memory_stand_in("accelerator", calls, 456))
+    monkeypatch.setattr(torch, "neuron", _memory_stand_in("neuron", calls, 123), raising=False)
+    run_py = rendered_namespace(render.recipe_params(TEXT, get_backend("neuron")))
+    assert run_py["peak_memory_bytes"]("neuron:1") == 456
+    assert calls == [("accelerator", "synchronize", "neuron:1"), ("accelerator", "max", "neuron:1")]
+
+
+@pytest.mark.parametrize("accelerator_peak", [RuntimeError, 0], ids=["refuses the device", "keeps no statistics"])
+def test_on_torch_neuronx_2_33_peak_memory_falls_back_to_torch_neuron(monkeypatch, accelerator_peak):
+    """The old call is kept: where torch.accelerator refuses the neuron device (as CPU torch does here) or answers 0
+    (a source without statistics: a device that ran a model never peaks at 0), torch.neuron's allocator is read."""
+    import torch
+
+    calls = []
+    monkeypatch.setattr(torch, "accelerator", _memory_stand_in("accelerator", calls, accelerator_peak))
+    monkeypatch.setattr(torch, "neuron", _memory_stand_in("neuron", calls, 123), raising=False)
     run_py = rendered_namespace(render.recipe_params(TEXT, get_backend("neuron")))
     assert run_py["peak_memory_bytes"]("neuron:1") == 123
-    assert calls == [("synchronize", "neuron:1"), ("max", "neuron:1")]  # synchronised first: pending work counts
+    assert calls[-2:] == [("neuron", "synchronize", "neuron:1"), ("neuron", "max", "neuron:1")]
+
+
+def test_a_device_without_memory_statistics_has_no_peak_not_the_hosts(monkeypatch):
+    """With neither source answering, the peak is unknown (None): the host's resident memory is not device memory.
+    On the CPU it is the figure."""
+    import torch
+
+    calls = []
+    monkeypatch.setattr(torch, "accelerator", _memory_stand_in("accelerator", calls, 0))
+    monkeypatch.setattr(torch, "neuron", _memory_stand_in("neuron", calls, NotImplementedError), raising=False)
+    run_py = rendered_namespace(render.recipe_params(TEXT, get_backend("neuron")))
+    assert run_py["peak_memory_bytes"]("neuron:0") is None
+    assert run_py["peak_memory_bytes"]("cpu") > 0 and ("accelerator", "max", "cpu") not in calls
 
 
 @pytest.mark.slow

@@ -199,3 +199,36 @@ def test_the_sweeps_closing_table_shows_this_environments_version_pair_only(tmp_
     _summarise(["tiny/llama"], [], SimpleNamespace(out=str(tmp_path)), backend, include_excluded=False)
     out = capsys.readouterr().out
     assert "0 run now, 1 recorded: 1 PASS" in out and "FAIL" not in out.split("Next:")[0]
+
+
+def test_a_stale_re_sweep_runs_again_only_rows_todays_package_would_not_make(tmp_path):
+    """``sweep --stale`` (issue 40): a row whose run_py is today's rendering and whose measuring is today's counts as
+    recorded; one made by an older measuring, or whose run_py is not today's rendering, is run again; so an
+    interrupted re-sweep resumes where it stopped."""
+    from neuronhelpers.core import vocab
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.models.resolve import ModelRef
+    from neuronhelpers.recipes import render
+    from neuronhelpers.store import schema
+    from neuronhelpers.sweep.local import STALE, SweepLog
+
+    cpu = get_backend("cpu")
+
+    def row(name, *, run_py=None, harness=schema.HARNESS_VERSION):
+        ref = ModelRef(f"tiny/{name}", f"/twins/{name}", vocab.TEXT_GENERATION, name, twin_of=name)
+        text = render.render_run_py(render.recipe_params(ref, cpu)) if run_py is None else run_py
+        return schema.new_row(model_id=ref.model_id, task=ref.task, backend="cpu", compiler="inductor",
+                              compiler_version="2.14.1", library=vocab.TRANSFORMERS, library_version="5.23.0",
+                              neuron_cores=1, result=vocab.PASS, verification="exact", run_py=text,
+                              harness_version=harness)
+
+    today = row("qwen3")
+    older = row("llama", harness="0.2.0")
+    edited = row("gpt2")
+    edited["run_py"] = edited["run_py"].replace("32", "16", 1)
+    dataset.append_rows(tmp_path, [today, older, edited])
+    keys = {r["model_id"]: schema.resume_key(r) for r in (today, older, edited)}
+    stale = SweepLog(tmp_path, cpu, 3, rerun=STALE, progress=False)
+    assert stale.done == {keys["tiny/qwen3"]}
+    assert SweepLog(tmp_path, cpu, 3, rerun=False, progress=False).done == set(keys.values())
+    assert SweepLog(tmp_path, cpu, 3, rerun=True, progress=False).done == set()

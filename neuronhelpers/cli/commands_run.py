@@ -102,18 +102,19 @@ def _sweep(models: list[str], args, backend, include_excluded: bool) -> list[dic
     """The sweep itself, on the Ray cluster that ``--ray`` names or locally (``--jobs`` at once)."""
     memory = int(args.memory_limit_gb * 2**30) if args.memory_limit_gb else None
     ray_address = getattr(args, "ray", None)
+    from neuronhelpers.sweep.local import STALE, sweep_models
+
+    rerun = True if args.rerun else STALE if args.stale else False
     if ray_address:
         from neuronhelpers.sweep.fleet import FleetReport, sweep_on_ray
 
         report = FleetReport()
         rows = sweep_on_ray(models, args.out, address=ray_address, backend=backend, timeout=args.timeout,
-                            rerun=args.rerun, progress=not args.no_progress, memory_limit_bytes=memory,
+                            rerun=rerun, progress=not args.no_progress, memory_limit_bytes=memory,
                             include_excluded=include_excluded, report=report)
         print(report.summary())
         return rows
-    from neuronhelpers.sweep.local import sweep_models
-
-    return sweep_models(models, args.out, backend=backend, jobs=args.jobs, timeout=args.timeout, rerun=args.rerun,
+    return sweep_models(models, args.out, backend=backend, jobs=args.jobs, timeout=args.timeout, rerun=rerun,
                         progress=not args.no_progress, memory_limit_bytes=memory, include_excluded=include_excluded)
 
 

@@ -53,8 +53,7 @@ def requirement_checks() -> list[tuple[str, str, str]]:
     return [requirement_check(r) for r in required]
 
 
-# torch-neuronx 2.13.3 / 2.14.3 (Neuron SDK 2.33) and 2.14.3.1 (2.34, per its TorchAO Neuron page) ship for these
-# Python releases only.
+# torch-neuronx 2.13.3 / 2.14.3 (Neuron SDK 2.33) and 2.13.3.1 / 2.14.3.1 (2.34) ship for these Python releases only.
 NEURON_PYTHONS = ((3, 12), (3, 13), (3, 14))
 
 

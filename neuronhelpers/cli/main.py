@@ -51,6 +51,9 @@ def _sweep_args(p) -> None:
     p.add_argument("--jobs", type=int, default=1, help="models at once, on disjoint CPUs / NeuronCores")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help=TIMEOUT_HELP)
     p.add_argument("--rerun", action="store_true", help="run models already recorded for these versions again")
+    p.add_argument("--stale", action="store_true",
+                   help="run again the recorded models whose row today's package would not make (an older measuring, "
+                        "or a run.py that is not today's rendering): the re-sweep after a recipe change; resumable")
     p.add_argument("--memory-limit-gb", type=float, default=None, help="address-space limit per model process")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 

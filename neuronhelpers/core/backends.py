@@ -36,7 +36,7 @@ BACKENDS = {
         compile_backend="neuron",
         dist_backend="neuron",
         dtype="bfloat16",
-        memory_source="torch.neuron.max_memory_allocated() after torch.neuron.synchronize()",
+        memory_source="torch.accelerator.max_memory_allocated() after a sync (Neuron 2.34), else torch.neuron's (2.33)",
         cache_env="TORCH_NEURONX_NEFF_CACHE_DIR",
     ),
     "cuda": Backend(
@@ -45,7 +45,7 @@ BACKENDS = {
         compile_backend="inductor",
         dist_backend="nccl",
         dtype="bfloat16",
-        memory_source="torch.cuda.max_memory_allocated()",
+        memory_source="torch.accelerator.max_memory_allocated() after a sync",
         cache_env="TORCHINDUCTOR_CACHE_DIR",
     ),
     "cpu": Backend(

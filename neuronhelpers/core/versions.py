@@ -60,12 +60,12 @@ def library_version(library: str = TRANSFORMERS) -> str | None:
     return distribution_version(library)
 
 
-# The Neuron SDK release that ships each torch-neuronx (TorchNeuron) release, from the Neuron release notes
-# ("Neuron Component Release Notes"): TorchNeuron 2.14.3.0 and 2.13.3.0 are Neuron 2.33.0. Keyed by the whole
-# version: Neuron 2.34 (2026-11-30) ships a fourth-component release (its TorchAO Neuron page requires "Neuron SDK
-# 2.34 / PyTorch 2.14.0 / torch-neuronx 2.14.3.1"), so three components would misname it 2.33.0. A release not
-# listed here is not guessed: NEURON_SDK_VERSION names it.
-TORCH_NEURONX_SDK = {"2.14.3.0": "2.33.0", "2.13.3.0": "2.33.0"}
+# The Neuron SDK release that ships each torch-neuronx (TorchNeuron) release, from the release notes: "Neuron Component
+# Release Notes" (TorchNeuron 2.14.3.0 and 2.13.3.0 are Neuron 2.33.0) and torch-neuronx's GitHub release v2.34.0
+# ("torch-neuronx 2.13.3.1 and 2.14.3.1 (Neuron 2.34.0 Release)", 2026-11-30). Keyed by the whole version: three
+# components would misname 2.34's fourth-component releases 2.33.0. A release not listed here is not guessed:
+# NEURON_SDK_VERSION names it.
+TORCH_NEURONX_SDK = {"2.14.3.1": "2.34.0", "2.13.3.1": "2.34.0", "2.14.3.0": "2.33.0", "2.13.3.0": "2.33.0"}
 
 
 def neuron_sdk_release() -> str | None:

@@ -365,13 +365,13 @@ def per_rank_layout(config, cores: int, parallelism: str) -> dict:
     heads = text.num_attention_heads
     kv = getattr(text, "num_key_value_heads", None) or heads
     experts = _experts(config)
-    tp = parallelism in (vocab.TENSOR_PARALLEL, vocab.TENSOR_AND_EXPERT_PARALLEL)
+    tensor_parallel = parallelism in (vocab.TENSOR_PARALLEL, vocab.TENSOR_AND_EXPERT_PARALLEL)
     ep = parallelism in (vocab.EXPERT_PARALLEL, vocab.TENSOR_AND_EXPERT_PARALLEL)
     return {
         "cores": cores,
         "parallelism": parallelism,
-        "attention heads per rank": heads // cores if tp else heads,
-        "key/value heads per rank": kv // cores if tp else kv,
+        "attention heads per rank": heads // cores if tensor_parallel else heads,
+        "key/value heads per rank": kv // cores if tensor_parallel else kv,
         "experts per rank": (experts // cores if ep else experts) if experts else None,
         "tensor-parallel plan (transformers)": dict(getattr(text, "base_model_tp_plan", None) or {}),
     }

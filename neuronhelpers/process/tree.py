@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from neuronhelpers.core import settings
+from neuronhelpers.core.network import offline_env
 from neuronhelpers.core.processes import die_with_parent
 from neuronhelpers.core.settings import FORK_SERVER_ENV  # noqa: F401 - tests turn the server on and off with it
 
@@ -172,7 +173,10 @@ def shared_fork_server():
 
         def keeper(done: threading.Event) -> None:
             try:
-                started["server"] = ForkServer({**os.environ, "PYTHONUNBUFFERED": "1"}).start()
+                # The runs' own environment: the harness gives each run offline mode when the Hub cannot be reached,
+                # an import-time setting, so a server started without it could fork none of them (each run then paid
+                # for a fresh Python and its imports, about 4 s, twice per model of a sweep).
+                started["server"] = ForkServer({**os.environ, **offline_env(), "PYTHONUNBUFFERED": "1"}).start()
             except Exception as exc:  # noqa: BLE001 - without a server every run spawns, as before
                 started["error"] = exc
             done.set()

@@ -1,15 +1,10 @@
 """run.py: does this diffusers pipeline run unmodified under torch.compile? (neuronhelpers recipe)
 
-Self-contained: it needs only torch, diffusers (with the transformers its text encoders come from) and the
-packages in requirements.txt. Read it top-down: the parameters, main, then the device run, which is the whole
-recipe: load the pipeline with from_pretrained, compile its denoiser (UNet or transformer) and its VAE decoder
-with torch.compile(fullgraph=True, dynamic=False) and the backend's compiler (neuron on Trainium), draw one
-image from a fixed prompt, seed, size and number of steps twice (cold, then warm and timed), and print one JSON
-line with the image (a PNG, and the exact pixel values the check compares), timings and peak device memory.
-compile_s is the cold call's time minus the warm one's.
-
-The starting noise comes from a CPU generator seeded with PARAMS["seed"], so every device and the reference
-start from the same latents.
+Top-down: the parameters, main, then the device run, the whole recipe: from_pretrained, the denoiser (UNet or
+transformer) and the VAE decoder compiled with torch.compile(fullgraph=True, dynamic=False) and the backend's
+compiler, one image drawn from a fixed prompt, seed (a CPU generator: the same latents on every device), size and
+steps twice (cold, then warm; compile_s is cold minus warm), and one JSON line with the image (a PNG, and the exact
+pixels the check compares), timings and peak device memory. Needs only torch, diffusers and requirements.txt.
 
     python3 run.py               # the device run
     python3 run.py --reference   # the CPU eager reference: same checkpoint, dtype, prompt, seed and size, no compile
@@ -62,13 +57,13 @@ def device_run(params, rank=None):
 def compile_pipeline(pipe, backend):
     """Compile every denoiser of the pipeline (its UNet or transformer, a prior, a decoder, a controlnet, ...; those
     of a combined pipeline's stages too) and its image decoder's ``decode`` (``vae``, ``movq`` or ``vqgan``; a
-    pixel-space pipeline has none) in place. The final stage's main denoiser (``denoiser_name``) is replaced by its
-    compiled wrapper, as before; the others are compiled in place (``Module.compile``). Returns the compiled
-    denoisers' names, comma-joined, the main one first."""
+    pixel-space pipeline has none): the main denoiser (``denoiser_name``) wrapped, the others in place. Returns the
+    compiled denoisers' names, comma-joined, the main one first."""
     import torch
 
     names = denoisers(pipe)
-    owner, attr = owner_of(pipe, names[0])
+    parent, _, attr = names[0].rpartition(".")
+    owner = resolve(pipe, parent)
     setattr(owner, attr, torch.compile(getattr(owner, attr), backend=backend, fullgraph=True, dynamic=False,
                                        options=compile_options(backend)))  # the main one, wrapped
     for name in names[1:]:
@@ -87,8 +82,7 @@ DENOISERS = ("transformer", "unet", "decoder", "prior", "controlnet", "unconditi
 
 
 def stages(pipe):
-    """The pipelines that run in turn: a combined pipeline's stages (``prior_pipe``, then ``decoder_pipe``), or the
-    pipeline itself, each with its attribute path."""
+    """(attribute path, pipeline) of each stage in turn: a combined pipeline's (prior first), else the pipeline's."""
     import diffusers
 
     inner = [(name, value) for name, value in vars(pipe).items() if isinstance(value, diffusers.DiffusionPipeline)]
@@ -97,8 +91,7 @@ def stages(pipe):
 
 
 def denoisers(pipe):
-    """Every denoiser (a torch module called once per step) of every stage, by attribute path; the final stage's
-    main denoiser first, then the rest in the order the stages run."""
+    """Every stage's denoisers (modules called once per step) by attribute path, the main one first, then in order."""
     import torch
 
     found = []
@@ -122,8 +115,7 @@ def denoiser_name(pipe):
 
 
 def image_decoder(pipe):
-    """The attribute path of the module whose ``decode`` turns the final latents into pixels (``vae``, ``movq``,
-    ``vqgan``), or None for a pipeline that denoises pixels."""
+    """The path of the module whose ``decode`` makes the pixels (``vae``, ``movq``, ``vqgan``); None in pixel space."""
     prefix, stage = stages(pipe)[-1]
     for name in ("vae", "movq", "vqgan"):
         if hasattr(getattr(stage, name, None), "decode"):
@@ -132,23 +124,14 @@ def image_decoder(pipe):
 
 
 def resolve(pipe, path):
-    """The object at an attribute path (``decoder_pipe.unet``)."""
-    owner, attr = owner_of(pipe, path)
-    return getattr(owner, attr)
-
-
-def owner_of(pipe, path):
-    """(the object that holds the last attribute of ``path``, that attribute's name)."""
-    *parents, attr = path.split(".")
-    owner = pipe
-    for name in parents:
-        owner = getattr(owner, name)
-    return owner, attr
+    """The object at an attribute path (``decoder_pipe.unet``; "" is the pipeline itself)."""
+    for name in filter(None, path.split(".")):
+        pipe = getattr(pipe, name)
+    return pipe
 
 
 def draw(pipe, params):
-    """One image from the fixed prompt, seed, size and number of steps: (3, height, width) float32 in [0, 1], on the
-    CPU. Only the arguments the pipeline's __call__ takes are passed."""
+    """One image, (3, h, w) float32 in [0, 1] on the CPU, from the fixed inputs: those the pipeline's __call__ takes."""
     import inspect
 
     import torch
@@ -185,9 +168,8 @@ def draw(pipe, params):
 
 
 def control_inputs(pipe, accepted, size, seed):
-    """A control pipeline's __call__ requires a control image, and an editing pipeline (FLUX Kontext) is used with an
-    input image: a fixed synthetic one, uniform noise from the seed (the same on every device), and for an inpainting
-    one a mask of the image's right half; nothing otherwise."""
+    """A control (or FLUX Kontext editing) pipeline's input image: uniform noise from the seed, the same on every
+    device, and for an inpainting one a mask of the image's right half; nothing for other pipelines."""
     import torch
 
     name = type(pipe).__name__
@@ -212,8 +194,7 @@ def control_inputs(pipe, accepted, size, seed):
 
 
 def as_chw(image):
-    """A pipeline's image as (3, height, width) float32 on the CPU: a (height, width, channels) numpy array or PIL
-    image, or a (channels, height, width) tensor."""
+    """A pipeline's image (an (h, w, c) array, a PIL image or a (c, h, w) tensor) as (3, h, w) float32 on the CPU."""
     import torch
 
     if hasattr(image, "tobytes") and hasattr(image, "mode"):  # a PIL image: 8-bit channels
@@ -226,9 +207,8 @@ def as_chw(image):
 
 
 def image_size(pipe, params):
-    """PARAMS["image_size"], else the checkpoint's native size: the final denoiser's sample size times the image
-    decoder's scale, else the image decoder's own sample size, else the pipeline's default sample size times the
-    scale, else the default height of the pipeline's __call__."""
+    """PARAMS["image_size"], else the native size: the final denoiser's sample size times the decoder's scale, else the
+    decoder's sample size, else the pipeline's default sample size times the scale, else __call__'s default height."""
     import inspect
 
     if params["image_size"]:
@@ -292,20 +272,14 @@ def image_payload(image):
 
 
 def png_base64(image):
-    """The image as a PNG (8-bit RGB), base64: written with the standard library alone."""
+    """The image as a PNG (8-bit RGB), base64."""
     import base64
-    import struct
-    import zlib
+    import io
 
     import torch
+    from PIL import Image  # diffusers' own dependency
 
     pixels = (image.clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 0).contiguous()
-    height, width, _ = pixels.shape
-    rows = b"".join(b"\x00" + bytes(pixels[y].flatten().tolist()) for y in range(height))
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
-    return base64.b64encode(png).decode("ascii")
+    png = io.BytesIO()
+    Image.fromarray(pixels.numpy(), "RGB").save(png, format="PNG")
+    return base64.b64encode(png.getvalue()).decode("ascii")

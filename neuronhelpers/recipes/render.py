@@ -81,11 +81,15 @@ def template_text(library: str = vocab.TRANSFORMERS, sharded: bool = True, task:
     own = [(name, body) for name, body in recipe if name != "helpers" and _for_plan(name, sharded, task)]
     helpers = [body for name, body in recipe if name == "helpers"]
     # The scaffold's helpers follow the recipe's under the one "helpers" banner.
-    scaffold_helpers = shared["helpers"].split("\n", 1)[1].lstrip("\n")
+    banner, scaffold_helpers = shared["helpers"].split("\n", 1)
+    scaffold_helpers = scaffold_helpers.lstrip("\n")
+    if not helpers:
+        scaffold_helpers = f"{banner}\n{scaffold_helpers}"
+    # The one-core note only where a plan could shard: the libraries whose recipe loads sharded.
+    shards = any(name == "loading: sharded" for name, _ in recipe)
+    launch = [shared["sharded launch"]] if sharded else [ONE_CORE_NOTE] if shards else []
     parts = [docstring.strip() + "\n", shared["imports"], shared["parameters"], shared["main"],
-             shared["the Trainium contract"], *(body for _, body in own),
-             shared["sharded launch"] if sharded else ONE_CORE_NOTE,
-             *(helpers or [shared["helpers"].split("\n", 1)[0] + "\n"]), scaffold_helpers,
+             shared["the Trainium contract"], *(body for _, body in own), *launch, *helpers, scaffold_helpers,
              'if __name__ == "__main__":\n    sys.exit(main(sys.argv[1:]))\n']
     return "\n\n".join(part.strip("\n") + "\n" for part in parts)
 

@@ -57,9 +57,13 @@ def sharded_run(params):
     """One process per core, no torchrun; the first failure, or a rank that dies, ends them all."""
     import multiprocessing
     import queue
+    import socket
 
     cores, context = params["cores"], multiprocessing.get_context("spawn")  # Neuron refuses a fork of its runtime
-    results, port = context.Queue(), free_port()
+    results = context.Queue()
+    with socket.socket() as sock:  # a free port for the process group's rendezvous
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     ranks = [context.Process(target=rank_main, args=(r, cores, port, params, results)) for r in range(cores)]
     for proc in ranks:
         proc.start()
@@ -86,8 +90,8 @@ def sharded_run(params):
         return {**got[failed_rank], "error": f"rank {failed_rank}: {got[failed_rank]['error']}",
                 "failed_rank": failed_rank}
     peaks = [got[r].get("peak_memory_bytes") for r in range(cores)]
-    return {**got[0], "peak_memory_per_rank": peaks, "peak_memory_bytes": max(p for p in peaks if p is not None),
-            "cores": cores}
+    return {**got[0], "peak_memory_per_rank": peaks, "cores": cores,
+            "peak_memory_bytes": max((p for p in peaks if p is not None), default=None)}
 
 
 def rank_main(rank, cores, port, params, results):
@@ -97,7 +101,6 @@ def rank_main(rank, cores, port, params, results):
         os.environ.update(rank_environment(rank, cores, port, params["device"], os.environ))
         if params["device"] == "neuron":
             import torch_neuronx  # noqa: F401 - registers the Neuron device and process group first
-
         import torch.distributed as dist
 
         dist.init_process_group(backend=params["dist_backend"], rank=rank, world_size=cores)
@@ -130,14 +133,6 @@ def parse_visible_cores(value):
         first, _, last = part.partition("-")
         cores.extend(range(int(first), int(last or first) + 1))
     return cores
-
-
-def free_port():
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def die_with_parent():
@@ -188,14 +183,20 @@ def failed(exc, stage, timings):
 
 
 def peak_memory_bytes(device):
-    """Peak device memory of this process: the accelerator's allocator (after a sync), else peak resident memory."""
+    """Peak device memory after a sync: torch.accelerator's (cuda; neuron since Neuron 2.34), else the device module's
+    (torch-neuronx 2.33), else None (0 means no statistics: a device that ran a model never peaks at 0); CPU: RSS."""
     import torch
 
-    device = str(device)
-    for kind in ("neuron", "cuda"):  # this rank's own device (neuron:<local rank>)
-        if device.startswith(kind):
-            getattr(torch, kind).synchronize(device)
-            return int(getattr(torch, kind).max_memory_allocated(device))
-    import resource
+    kind = str(device).split(":")[0]  # this rank's own device (neuron:<local rank>)
+    if kind == "cpu":
+        import resource
 
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB
+    for source in (getattr(torch, "accelerator", None), getattr(torch, kind, None)):
+        try:
+            source.synchronize(device)
+            if peak := int(source.max_memory_allocated(device)):
+                return peak
+        except (AttributeError, NotImplementedError, RuntimeError, ValueError):  # not on this torch or device
+            continue
+    return None

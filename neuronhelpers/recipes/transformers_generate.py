@@ -95,22 +95,17 @@ def generated_tokens(model, sequences, prompt_len, decoder_prompt_len=1):
 
 
 def new_tokens(model, output, inputs):
-    """The new tokens of generate()'s output for these inputs (generated_tokens, the prompts' lengths read from
-    them). A decoder-only model given no input_ids (audio alone) starts from the one start token generate() makes."""
-    return generated_tokens(model, output, prompt_length(inputs) or 1, decoder_prompt_length(inputs))
+    """The new tokens of generate()'s output for these inputs: after the prompt, or the one start token generate()
+    makes when given no input_ids (audio alone); an encoder-decoder's after its decoder prompt (a speech model's
+    language and task tokens), else after its one start token."""
+    return generated_tokens(model, output, prompt_length(inputs) or 1,
+                            prompt_length(inputs, "decoder_input_ids") or 1)
 
 
-def prompt_length(inputs):
-    """The prompt's length in tokens: 0 when the model is given audio features alone (no input_ids)."""
-    ids = inputs.get("input_ids")
+def prompt_length(inputs, name="input_ids"):
+    """A prompt's length in tokens (``input_ids``, or an encoder-decoder's ``decoder_input_ids``); 0 if not given."""
+    ids = inputs.get(name)
     return ids.shape[1] if ids is not None else 0
-
-
-def decoder_prompt_length(inputs):
-    """Where an encoder-decoder's output sequence starts its new tokens: after the decoder prompt given with the
-    inputs (a speech model's language and task tokens), else after its one start token."""
-    ids = inputs.get("decoder_input_ids")
-    return ids.shape[1] if ids is not None else 1
 
 
 class NotCompiled(RuntimeError):
@@ -150,16 +145,13 @@ LOADERS = {}  # task -> its loader: (params, dtype, common, weights) -> (model, 
 
 # ---- loading: sharded ----------------------------------------------------------------------------------------
 def sharding_kwargs(params):
-    """from_pretrained's arguments for transformers' own sharding, in whichever form the installed release takes."""
+    """from_pretrained's arguments for transformers' own tensor (and expert) parallelism (DistributedConfig: every
+    release the requirements allow has it)."""
     import transformers
 
     tp, ep = params["parallelism"].startswith("tp"), "ep" in params["parallelism"]
-    if hasattr(transformers, "DistributedConfig"):
-        return {"distributed_config": transformers.DistributedConfig(tp_plan="auto" if tp else None,
-                                                                     enable_expert_parallel=ep)}
-    if ep:
-        raise RuntimeError(f"transformers {transformers.__version__} has no expert parallelism (DistributedConfig)")
-    return {"tp_plan": "auto"}  # older releases
+    return {"distributed_config": transformers.DistributedConfig(tp_plan="auto" if tp else None,
+                                                                 enable_expert_parallel=ep)}
 
 
 # ---- loading: text-generation ------------------------------------------------------------------------------

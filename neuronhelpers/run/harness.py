@@ -6,6 +6,7 @@ Taught in notebook 02.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tempfile
@@ -87,6 +88,17 @@ def plan_run(model: str | ModelRef, *, backend: str | Backend | None = None, dty
                                   cores=plan.cores or 1,
                                   parallelism=plan.parallelism if plan.cores else vocab.NO_PARALLELISM)
     return PlannedRun(ref, be, plan, params, trust_remote_code)
+
+
+def on_this_node(planned: PlannedRun) -> PlannedRun:
+    """A run planned elsewhere (a Ray sweep's driver), ready on the node that runs it, with the same plan: a model is
+    planned once per run. Where the model's files are not on this node (a twin the driver built, a Hub snapshot in the
+    driver's cache), the model is resolved here again (its own checkpoint, twin or cache), and only its path
+    changes."""
+    if Path(planned.ref.path).exists():
+        return planned
+    ref = resolve_model(planned.ref.model_id, trust_remote_code=planned.trust_remote_code)
+    return dataclasses.replace(planned, ref=ref, params={**planned.params, "model_path": ref.path})
 
 
 def untested_row(model_id: str, backend: Backend, *, stage: str, error: str, cause: str, task: str | None = None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -336,8 +337,9 @@ def row_records(df) -> list[dict]:
     return df.where(df.notna(), None).to_dict("records")
 
 
-def recorded_keys(folder) -> set[tuple]:
-    """Resume keys of the rows already in a local dataset folder (unreadable files contribute none)."""
+def recorded_keys(folder, where: Callable[[dict], bool] | None = None) -> set[tuple]:
+    """Resume keys of the rows already in a local dataset folder (unreadable files contribute none); ``where``: only
+    the rows it accepts (a row as a dict of its columns)."""
     if not os.path.isdir(folder):
         return set()
     with warnings.catch_warnings():
@@ -345,9 +347,8 @@ def recorded_keys(folder) -> set[tuple]:
         df = load_results(folder, validate=False)
     if df.empty:
         return set()
-    columns = df[list(schema.RESUME_KEY)].astype(object)
-    return {schema.resume_key(dict(zip(schema.RESUME_KEY, values, strict=True)))
-            for values in columns.values.tolist()}
+    rows = df.astype(object).where(df.notna(), None).to_dict("records")
+    return {schema.resume_key(row) for row in rows if where is None or where(row)}
 
 
 def newest_per_model(df, key: str | list[str] = "model_id"):

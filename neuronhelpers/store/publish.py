@@ -341,6 +341,18 @@ def check_run_py(row: dict) -> None:
         raise UserError(f"row for '{model}' refused: its run_py ran '{params.get('model_id')}'")
 
 
+def made_by_todays_recipe(row: dict) -> bool:
+    """Whether a row is what today's package would make: its measuring is today's (``harness_version``) and its run_py
+    the recipe rendered with its own parameters (``check_run_py``'s rule: what ``contribute`` accepts). A row with no
+    run_py (nothing was rendered: EXCLUDED, or UNTESTED before a run) counts by its measuring alone."""
+    if row.get("harness_version") != schema.HARNESS_VERSION:
+        return False
+    try:
+        return not row.get("run_py") or check_run_py(row) is None
+    except UserError:
+        return False
+
+
 def contribute(path: str | Path, repo_id: str, *, dry_run: bool = False, api=None) -> PublishPlan:
     """Validate rows and open a pull request that merges them into the dataset's files: in our layout their
     version-pair files; in the published layout the files that hold their versions (``merged_into``: Trainium rows of

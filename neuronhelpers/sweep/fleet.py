@@ -8,10 +8,11 @@ each model as one Ray task:
   already records is skipped before anything is submitted. Planning on the driver is cheap (a config and the
   weights' headers; a twin is built once and cached) and is the only way to ask Ray for the right resources.
 - A task asks for the planned cores: ``neuron_cores`` on ``neuron`` (Ray's built-in resource: it sets
-  NEURON_RT_VISIBLE_CORES for the task), CPUs and an estimate of host memory elsewhere. It runs
-  ``local.run_one``: the model is planned again on that node with exactly those cores (checkpoints, twins and
-  caches are the node's own), and the harness runs the rendered run.py in its own process tree with its
-  timeout, so a crash, hang or out-of-memory stays a row.
+  NEURON_RT_VISIBLE_CORES for the task), CPUs and an estimate of host memory elsewhere. It carries the driver's
+  planned run (a model is planned once) and runs ``local.run_one`` on it (``harness.on_this_node`` resolves the
+  model again only where its files are not on that node: checkpoints, twins and caches are the node's own), and
+  the harness runs the rendered run.py in its own process tree with its timeout, so a crash, hang or
+  out-of-memory stays a row.
 - The row comes back to the driver, the dataset's one writer, which appends it at once (atomic, one Parquet
   file per version pair), exactly as the local sweep does.
 
@@ -37,7 +38,7 @@ from neuronhelpers.core.backends import Backend, GiB, get_backend
 from neuronhelpers.core.errors import UserError, first_line
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S
 from neuronhelpers.core.vocab import UNTESTED, UNTESTED_INFRASTRUCTURE
-from neuronhelpers.run.harness import PlannedRun, untested_row
+from neuronhelpers.run.harness import PlannedRun, on_this_node, untested_row
 from neuronhelpers.store import schema
 from neuronhelpers.sweep.local import SweepLog, excluded_rows, plan_for_sweep, run_one
 
@@ -198,14 +199,14 @@ def shortfall(request: dict, nodes: list[dict]) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-def _task(model: str, backend: str, cores: int, timeout: float, memory_limit_bytes: int | None, work) -> dict:
-    """One model on a Ray worker: ``local.run_one`` (or ``Scheduling.work``, same arguments); returns the row, the
-    node it ran on and how long it took there."""
+def _task(planned: PlannedRun, timeout: float, memory_limit_bytes: int | None, work) -> dict:
+    """One model on a Ray worker: the driver's planned run, on this node (``harness.on_this_node``), through
+    ``local.run_one`` (or ``Scheduling.work``, same arguments); returns the row, the node it ran on and how long it
+    took there."""
     import ray
 
     start = time.monotonic()
-    row = (work or run_one)(model, backend=backend, cores=cores, timeout=timeout,
-                            memory_limit_bytes=memory_limit_bytes)
+    row = (work or run_one)(on_this_node(planned), timeout=timeout, memory_limit_bytes=memory_limit_bytes)
     return {"row": row, "node": ray.get_runtime_context().get_node_id(), "seconds": time.monotonic() - start}
 
 
@@ -317,8 +318,7 @@ class _Driver:
                                "node and sweep again", NO_NODE_CAUSE)
             return
         ref = self.remote.options(**_options(task.request)).remote(
-            task.planned.ref.model_id, self.be.name, task.planned.plan.cores, self.timeout, self.memory_limit_bytes,
-            self.scheduling.work)
+            task.planned, self.timeout, self.memory_limit_bytes, self.scheduling.work)
         self.pending[ref] = task
         self.report.submitted += 1
         self._tasks_changed()
@@ -400,7 +400,7 @@ class _Driver:
 
 
 def sweep_on_ray(models: list[str], out: str | Path, *, address: str = "auto", backend: str | Backend | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S, rerun: bool = False, progress: bool = True,
+                 timeout: float = DEFAULT_TIMEOUT_S, rerun: bool | str = False, progress: bool = True,
                  memory_limit_bytes: int | None = None, include_excluded: bool = False,
                  retries: int = DEFAULT_RETRIES, report: FleetReport | None = None,
                  scheduling: Scheduling | None = None) -> list[dict]:

@@ -26,7 +26,9 @@ from neuronhelpers.core.topology import neuron_topology
 from neuronhelpers.core.vocab import EXCLUDED, LIBRARY_FOR_TASK, PASS
 from neuronhelpers.models.selected import SELECTED
 from neuronhelpers.run.harness import PlannedRun, prepare_run, run_model
-from neuronhelpers.store import dataset, schema
+from neuronhelpers.store import dataset, publish, schema
+
+STALE = "stale"  # sweep(rerun=STALE): run again only the rows today's recipe and measuring would not make
 
 
 def excluded_rows(backend: Backend) -> list[dict]:
@@ -92,10 +94,13 @@ class SweepLog:
     same progress bar.
     """
 
-    def __init__(self, out, be: Backend, total: int, *, rerun: bool, progress: bool, desc: str | None = None):
+    def __init__(self, out, be: Backend, total: int, *, rerun: bool | str, progress: bool, desc: str | None = None):
         dataset.check_sweep_folder(out)
         self.out, self.be, self.rerun = out, be, rerun
-        self.done = set() if rerun else dataset.recorded_keys(out)
+        # rerun: True runs everything again; STALE what today's package would not make (a re-sweep after a recipe
+        # change, resumable: what it has made since counts as recorded)
+        where = publish.made_by_todays_recipe if rerun == STALE else None
+        self.done = set() if rerun is True else dataset.recorded_keys(out, where=where)
         self.lock = threading.Lock()
         self.rows: list[dict] = []
         self.running: dict[str, None] = {}
@@ -105,7 +110,7 @@ class SweepLog:
 
     def is_recorded(self, planned: PlannedRun | dict) -> bool:
         key = schema.resume_key(planned) if isinstance(planned, dict) else planned.resume_key()
-        return not self.rerun and key in self.done
+        return key in self.done
 
     def say(self, line: str) -> None:
         _say(line, self.bar)
@@ -171,9 +176,8 @@ def run_one(model: str | PlannedRun | dict, *, backend: str | Backend | None = N
     """One model of a sweep, run in its own process tree by the harness (the rendered run.py in a subprocess,
     with its timeout): its verified row. A crash, hang or out-of-memory is a row, never an exception.
 
-    The local sweep passes the run it planned (or the UNTESTED row planning gave, returned as it is); a Ray
-    task passes the model id and the cores the driver planned (and Ray granted), so the run is planned again
-    where it runs, on exactly those cores.
+    A sweep passes the run it planned (or the UNTESTED row planning gave, returned as it is): a Ray task the
+    driver's, on the node that runs it (``harness.on_this_node``). Given a model id, it is planned here.
     """
     planned = model if isinstance(model, (PlannedRun, dict)) else prepare_run(model, backend=backend, cores=cores)
     if isinstance(planned, dict):
@@ -182,9 +186,10 @@ def run_one(model: str | PlannedRun | dict, *, backend: str | Backend | None = N
 
 
 def sweep_models(models: list[str], out: str | Path, *, backend: str | Backend | None = None, jobs: int = 1,
-          timeout: float = DEFAULT_TIMEOUT_S, rerun: bool = False, progress: bool = True,
+          timeout: float = DEFAULT_TIMEOUT_S, rerun: bool | str = False, progress: bool = True,
           memory_limit_bytes: int | None = None, include_excluded: bool = False) -> list[dict]:
-    """Run every model not yet recorded in ``out`` and append its row there as soon as it finishes.
+    """Run every model not yet recorded in ``out`` and append its row there as soon as it finishes (``rerun``: True,
+    every model again; ``STALE``, those whose row today's recipe and measuring would not make).
 
     "Recorded" is decided by the one resume key (``schema.resume_key``) of the model as resolved and
     planned, the same key its row carries: a folder given by a relative path, or a model planned on
