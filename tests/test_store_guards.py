@@ -136,6 +136,19 @@ def test_an_append_into_a_file_keeps_its_schema_metadata_and_unknown_columns(tmp
         "org/a", "org/b"]
 
 
+def test_a_written_file_is_readable_by_others_as_a_plain_write_leaves_it_and_keeps_a_chosen_mode(tmp_path):
+    """The atomic write's temporary file is private (0600); renamed into place as it is, a shared sweep folder's files
+    became unreadable to everyone else. A new file gets 0644, a replaced one keeps the mode it had."""
+    import stat
+
+    path = tmp_path / dataset.version_pair_file(result_row("org/a"))
+    dataset.append_rows(tmp_path, [result_row("org/a")])
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    path.chmod(0o664)  # a group-writable folder
+    dataset.append_rows(tmp_path, [result_row("org/b")])
+    assert stat.S_IMODE(path.stat().st_mode) == 0o664
+
+
 def test_identical_rows_in_one_call_are_written_once_and_a_corrected_row_wins(tmp_path):
     dataset.append_rows(tmp_path, [result_row("org/a"), result_row("org/a")])
     assert len(dataset.load_results(tmp_path)) == 1

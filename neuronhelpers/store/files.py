@@ -9,6 +9,7 @@ through these.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -25,6 +26,9 @@ def write_table_atomic(table: pa.Table, path) -> None:
     os.close(fd)
     try:
         pq.write_table(table, tmp, compression="zstd")
+        # mkstemp makes the file private (0600): the replaced file keeps its own mode, a new one the mode a plain
+        # write would give it, so a dataset folder stays readable by the others who share or serve it
+        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
