@@ -273,7 +273,9 @@ EXERCISES = {
 
 def check_answer(lesson: str, number: int, answer, *, model_id: str | None = None) -> str:
     """Check an exercise's answer: "not answered yet", "right", or "not yet: <hint>" (never the right answer), a line
-    a notebook shows as the cell's output. ``model_id``: the model of a bring-your-own-model exercise (06, 3)."""
+    a notebook shows as the cell's output. The whole answer is judged at once: how many parts are right, never which
+    (one wrong part at a time would let a small answer space be found by trial), with every part's hint.
+    ``model_id``: the model of a bring-your-own-model exercise (06, 3)."""
     if answer is None:
         return _say(NOT_ANSWERED + ": write your answer into the exercise's variable, then run this cell again")
     if (lesson, number) == ("06", 3):
@@ -296,12 +298,17 @@ def check_answer(lesson: str, number: int, answer, *, model_id: str | None = Non
         if len(expected) != 1:
             return _say(f"{NOT_YET}: give a dict with the keys {', '.join(expected)}")
         answer = {next(iter(expected)): answer}
-    for key, value in expected.items():
-        if key not in answer:
-            return _say(f"{NOT_YET}: your answer has no '{key}' ({exercise.hints.get(key, exercise.question)})")
-        if not _same(answer[key], value):
-            return _say(f"{NOT_YET}: '{key}' is not right. Hint: {exercise.hints.get(key, exercise.question)}")
-    return _say(f"{RIGHT}: {exercise.question}")
+    missing = [key for key in expected if key not in answer]
+    if missing:  # the answer's shape, not its content: naming what is missing gives nothing away
+        return _say(f"{NOT_YET}: your answer has no " + "; no ".join(
+            f"'{key}' ({exercise.hints.get(key, exercise.question)})" for key in missing))
+    right = sum(_same(answer[key], value) for key, value in expected.items())
+    if right == len(expected):
+        return _say(f"{RIGHT}: {exercise.question}")
+    if len(expected) == 1:
+        return _say(f"{NOT_YET}: not right. Hint: {exercise.hints.get(next(iter(expected)), exercise.question)}")
+    hints = "; ".join(f"'{key}': {exercise.hints.get(key, exercise.question)}" for key in expected)
+    return _say(f"{NOT_YET}: {right} of {len(expected)} parts right. Hints: {hints}")
 
 
 def _same(given, expected) -> bool:
