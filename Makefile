@@ -82,7 +82,12 @@ $(LAB_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e ".[lab]" -c constraints.txt
 	touch $(LAB_STAMP)
 
-lab: $(LAB_STAMP)
+# Once installed, `make lab` only starts JupyterLab: a `git pull` that changed pyproject.toml or constraints.txt does
+# not rerun the set-up (that needs the network); it says so, and `make install` updates the environment when online.
+lab:
+	@if [ ! -f $(LAB_STAMP) ]; then $(MAKE) --no-print-directory $(LAB_STAMP); \
+	elif [ pyproject.toml -nt $(STAMP) ] || [ constraints.txt -nt $(STAMP) ]; then \
+	  echo "make lab: pyproject.toml or constraints.txt changed since the set-up; starting JupyterLab with the environment as it is (run make install when online to update it)"; fi
 	$(VENV)/bin/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 # The notebooks as they ran, one HTML page each and a contents page (build/book/index.html; reads offline), from the

@@ -149,3 +149,20 @@ def test_every_setup_command_of_the_start_page_runs_as_written_from_the_reposito
             assert command[0].removeprefix(".venv/bin/") in scripts, line
         else:
             assert command[0] == "export" and "=" in command[1], line
+
+
+def test_make_lab_after_a_pull_that_changed_the_requirements_starts_offline_without_the_set_up(tmp_path):
+    """Once installed, `make lab` only starts JupyterLab (issue 41, item 7): a set-up older than pyproject.toml (a
+    `git pull` changed it) is said, not rerun, since rerunning it needs the network. Checked with `make -n` on an
+    environment whose stamps are older than every file they depend on."""
+    import os
+    import subprocess
+
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    for stamp in (".installed", ".lab-installed"):
+        (venv / stamp).touch()
+        os.utime(venv / stamp, (0, 0))  # 1970: older than pyproject.toml and constraints.txt
+    shown = subprocess.run(["make", "-n", "lab", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "jupyter lab notebooks/" in shown.stdout
+    assert "setup_env.sh" not in shown.stdout and "pip install" not in shown.stdout, shown.stdout
