@@ -39,6 +39,8 @@ SAME_COMPUTATION = {
     "hunyuan_v1_dense": ("qwen3", "a Llama-style stack with query/key norms, as Qwen3's, at twin size"),
     "internlm3": ("mistral", "a Llama-style stack, as Mistral's without its window, at twin size"),
     "iquestcoder": ("mistral", "a Llama-style stack, as Mistral's without its window, at twin size"),
+    "apertus1p5_text": ("apertus", "Apertus 1.5's text model is Apertus's classes (modular_apertus1p5, transformers "
+                        "5.24)"),
     "ernie4_5_moe": ("ernie4_5", "its layer 1 is a mixture of experts, yet it wrote the dense twin's tokens: not yet "
                      "understood, so its PASS says no more than ernie4_5's"),
 }
