@@ -347,8 +347,11 @@ def recorded_keys(folder, where: Callable[[dict], bool] | None = None) -> set[tu
         df = load_results(folder, validate=False)
     if df.empty:
         return set()
-    rows = df.astype(object).where(df.notna(), None).to_dict("records")
-    return {schema.resume_key(row) for row in rows if where is None or where(row)}
+    if where is not None:  # whole rows only where asked: the plain resume path reads the key columns alone
+        df = df[[bool(where(row)) for row in row_records(df)]]
+    columns = df[list(schema.RESUME_KEY)].astype(object)
+    return {schema.resume_key(dict(zip(schema.RESUME_KEY, values, strict=True)))
+            for values in columns.values.tolist()}
 
 
 def newest_per_model(df, key: str | list[str] = "model_id"):

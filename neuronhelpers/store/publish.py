@@ -331,8 +331,9 @@ def check_run_py(row: dict) -> None:
         params = render.params_of_run_py(text)
     except (ValueError, SyntaxError):
         raise UserError(f"row for '{model}' refused: its run_py is not a neuronhelpers run.py") from None
-    if render.render_run_py(params) != text:
-        expected = render.render_run_py(params).splitlines()
+    rendered = render.render_run_py(params)
+    if rendered != text:
+        expected = rendered.splitlines()
         line = next((i + 1 for i, (a, b) in enumerate(zip(expected, text.splitlines(), strict=False)) if a != b),
                     min(len(expected), len(text.splitlines())) + 1)
         raise UserError(f"row for '{model}' refused: its run_py differs from the recipe at line {line} "

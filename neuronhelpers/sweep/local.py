@@ -96,7 +96,7 @@ class SweepLog:
 
     def __init__(self, out, be: Backend, total: int, *, rerun: bool | str, progress: bool, desc: str | None = None):
         dataset.check_sweep_folder(out)
-        self.out, self.be, self.rerun = out, be, rerun
+        self.out, self.be = out, be
         # rerun: True runs everything again; STALE what today's package would not make (a re-sweep after a recipe
         # change, resumable: what it has made since counts as recorded)
         where = publish.made_by_todays_recipe if rerun == STALE else None

@@ -298,16 +298,18 @@ def check_answer(lesson: str, number: int, answer, *, model_id: str | None = Non
         if len(expected) != 1:
             return _say(f"{NOT_YET}: give a dict with the keys {', '.join(expected)}")
         answer = {next(iter(expected)): answer}
+    def hint(key):
+        return exercise.hints.get(key, exercise.question)
+
     missing = [key for key in expected if key not in answer]
     if missing:  # the answer's shape, not its content: naming what is missing gives nothing away
-        return _say(f"{NOT_YET}: your answer has no " + "; no ".join(
-            f"'{key}' ({exercise.hints.get(key, exercise.question)})" for key in missing))
+        return _say(f"{NOT_YET}: your answer has no " + "; no ".join(f"'{key}' ({hint(key)})" for key in missing))
     right = sum(_same(answer[key], value) for key, value in expected.items())
     if right == len(expected):
         return _say(f"{RIGHT}: {exercise.question}")
     if len(expected) == 1:
-        return _say(f"{NOT_YET}: not right. Hint: {exercise.hints.get(next(iter(expected)), exercise.question)}")
-    hints = "; ".join(f"'{key}': {exercise.hints.get(key, exercise.question)}" for key in expected)
+        return _say(f"{NOT_YET}: not right. Hint: {hint(next(iter(expected)))}")
+    hints = "; ".join(f"'{key}': {hint(key)}" for key in expected)
     return _say(f"{NOT_YET}: {right} of {len(expected)} parts right. Hints: {hints}")
 
 
