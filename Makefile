@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint checkpoints sweep-shelf gate lab bench clean sweep-architectures expected-architectures sweep-releases book
+.PHONY: install demo test test-fast lint checkpoints sweep-shelf gate lab bench workshop-timings clean sweep-architectures expected-architectures sweep-releases book
 
 $(STAMP): pyproject.toml constraints.txt scripts/setup_env.sh
 	bash scripts/setup_env.sh $(VENV)
@@ -89,6 +89,13 @@ lab:
 	elif [ pyproject.toml -nt $(STAMP) ] || [ constraints.txt -nt $(STAMP) ]; then \
 	  echo "make lab: pyproject.toml or constraints.txt changed since the set-up; starting JupyterLab with the environment as it is (run make install when online to update it)"; fi
 	$(VENV)/bin/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+# Every lesson executed as an attendee's Run All (after make demo: its results, warm twins and compile cache); the
+# seconds of each cell go to neuronhelpers/data/workshop_timings.json, from which the day's plan is worked out. Then
+# `python -m neuronhelpers.ui.workshop` rewrites the start page and the lessons' time lines from it.
+workshop-timings: install
+	$(PY) -m neuronhelpers.ui.day --measure
+	$(PY) -m neuronhelpers.ui.workshop
 
 # The notebooks as they ran, one HTML page each and a contents page (build/book/index.html; reads offline), from the
 # executed copies tests/test_notebooks.py keeps in build/executed; a notebook without one is executed here once.

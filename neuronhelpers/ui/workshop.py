@@ -9,11 +9,13 @@ next" names the lesson after it (:func:`next_lesson`). Taught in notebook 00.
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from neuronhelpers.core.vocab import EXACT, EXCLUDED, NEAR_TIE, UNTESTED
+from neuronhelpers.ui import day
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 START_PAGE = "00_start_here"
@@ -32,38 +34,111 @@ ASSUMED_BYTES_PER_S = 50e6
 
 @dataclass(frozen=True)
 class Part:
-    """One part of the day: its minutes, the notebook (or the terminal), what is done live, the in-class exercise and
-    its minutes, the notebook's measured CPU time for Run All, and what to skip when running late."""
+    """One part of the day: the notebook (or the terminal), what is done live, the minutes stated for explaining on the
+    90- and the 120-minute day, and the in-class sections to skip when late, in that order. Everything else (what
+    runs in class, its seconds, the exercises and their minutes) comes from the lesson's marks and the measurement
+    (:mod:`neuronhelpers.ui.day`)."""
 
-    minutes: int
     where: str
     live: str
-    in_class: str
-    exercise_min: int  # a human attendee's time for the in-class exercise: estimated (see EXERCISE_MINUTES_SOURCE)
-    run_s: int | None  # the cells' own time on 2 CPU cores, twins cached (tests/test_notebooks.py's executed copies)
-    skip_when_late: str
+    explain_min: tuple[int, int]  # on the 90- and the 120-minute day: at least 6 for a lesson
+    skip_when_late: tuple[str, ...] = ()
+
+    @property
+    def number(self) -> str:
+        return self.where[:2]
 
 
-EXERCISE_MINUTES_SOURCE = ("the upper end of a tester session's estimate for a human attendee, from its own "
-                           "run-through of every exercise working from the notebook alone (no person has timed them "
-                           "yet)")
 PLAN = (
-    Part(4, "00 start here", "this page: the plan, the glossary; `.venv/bin/neuronhelpers doctor` in a terminal", "",
-         0, None, "the glossary (it stays open in a tab)"),
-    Part(14, "01 explore", "the classic query, the explorer (click a model: its `run.py`), the plots",
-         "Ex 1 (vision-language counts)", 8, 77, "the damaged-file section and Ex 2 (homework)"),
-    Part(18, "02 single model", "the plan, `run.py` read top-down, a verified row, the warm cache",
-         "Ex 1 in a terminal: `python3 run.py`", 6, 171, "the embedding and diffusion cells, Ex 2 (homework)"),
-    Part(16, "04 validation", "exact vs near-tie, the judge, one broken run per failure stage, UNTESTED vs EXCLUDED",
-         "Ex 1 (exact, near_tie or mismatch)", 10, 37, "the margin plot and Ex 2 (homework)"),
-    Part(10, "03 sharded", "cores chosen from memory, what each rank holds, a TP and an EP run",
-         "Ex 1 (what each rank holds; planning only)", 4, 59, "the gated-model cells and Ex 2 (homework)"),
-    Part(14, "06 catalog", "verdicts per pair, root causes, declared vs measured",
-         "Ex 3 (your own model)", 9, 41, "releases side by side, Ex 1 and 2 (homework)"),
-    Part(4, "05 publishing", "the diff and the gate (the push and Ray cells are for release managers)", "",
-         0, 27, "all of it: read it at home"),
+    Part("00 start here", "this page: the plan, the glossary; `.venv/bin/neuronhelpers doctor` in a terminal", (3, 4)),
+    Part("01 explore", "the classic query, the explorer (click a model: its `run.py`), the published layout", (8, 10),
+         ("Plots",)),
+    Part("02 single model", "the plan, `run.py` read top-down, a verified row, `python3 run.py`", (10, 12),
+         ("Where the time went, and what a warm cache saves",)),
+    Part("04 validation", "exact vs near-tie, one broken run per failure stage, evidence, UNTESTED vs EXCLUDED",
+         (8, 10), ("The vocabulary",)),
+    Part("03 sharded", "cores chosen from memory, what each rank holds, a TP and an EP run", (6, 8),
+         ("Run both, check against the reference",)),
+    Part("06 catalog", "verdicts per pair, root causes, twins against Trainium", (6, 8), ("Why no verdict",)),
+    Part("05 publishing", "the diff, the gate, and contributing your own row (a dry run)", (6, 8),
+         ("Diff against the previous release",)),
 )
-WORKSHOP_MINUTES = 90
+DAYS = day.DAYS
+WORKSHOP_MINUTES = DAYS[0]
+
+
+def plan(minutes: int = WORKSHOP_MINUTES) -> list[day.LessonPlan]:
+    """Each part of the day worked out for a day of ``minutes`` (90 or 120)."""
+    which = DAYS.index(minutes)
+    return [day.lesson_plan(part.number, minutes, part.explain_min[which]) if part.number != "00" else
+            day.LessonPlan("00", minutes, 0, (), 0, part.explain_min[which], 0, (), 0, 0) for part in PLAN]
+
+
+def slack_minutes(minutes: int = WORKSHOP_MINUTES) -> int:
+    return minutes - sum(p.minutes for p in plan(minutes))
+
+
+def _exercises(numbers) -> str:
+    return ", ".join(f"Ex {n}" for n in numbers) or "-"
+
+
+def skip_line(part: Part) -> str:
+    """"Plots (1 s of cells), then ..." : what to skip when late, each with its measured seconds."""
+    return "; ".join(f"{title} ({s:.0f} s of cells)" for title, s in day.skipped_seconds(part.number,
+                                                                                       part.skip_when_late)) or "-"
+
+
+def plan_markdown(minutes: int = WORKSHOP_MINUTES) -> str:
+    """The plan of one day as a Markdown table, the minutes running from 0, with the slack left."""
+    lines = ["| minutes | notebook | what to do live | exercises in class | cells in class (s) | exercise (min) "
+             "| explaining (min) | total (min) | skip when late |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    start = 0
+    for part, lesson in zip(PLAN, plan(minutes), strict=True):
+        lines.append(f"| {start}-{start + lesson.minutes} | {part.where} | {part.live} | "
+                     f"{_exercises(lesson.exercises)} | {lesson.run_s:.0f} | {lesson.exercise_min} | "
+                     f"{lesson.explain_min} | {lesson.minutes} | {skip_line(part)} |")
+        start += lesson.minutes
+    lines.append(f"| {start}-{minutes} | slack | questions, or what ran late | | | | | {minutes - start} | |")
+    return "\n".join(lines)
+
+
+def homework_markdown() -> str:
+    """What each lesson leaves for home on the 90-minute day (the 120-minute day takes some of it into class)."""
+    lines = ["| notebook | exercises | cells (s) | about (min) |", "| --- | --- | --- | --- |"]
+    for part, lesson in zip(PLAN[1:], plan()[1:], strict=True):
+        lines.append(f"| {part.where} | {_exercises(lesson.homework_exercises)} | {lesson.homework_s:.0f} | "
+                     f"{lesson.homework_min} |")
+    return "\n".join(lines)
+
+
+def time_line(number: str) -> str:
+    """A lesson's own "| Time |" line, from the plan: its minutes on both days and what is left for home."""
+    short, long = (next(p for p in plan(m) if p.number == number) for m in DAYS)
+    return (f"| Time | {short.minutes} minutes of the {DAYS[0]}-minute day ({short.run_s:.0f} s of cells, "
+            f"{short.exercise_min} of exercises: {_exercises(short.exercises)}, {short.explain_min} of explaining); "
+            f"{long.minutes} of the {DAYS[1]}-minute day ({_exercises(long.exercises)}); homework about "
+            f"{short.homework_min} minutes ({_exercises(short.homework_exercises)}). From the plan in 00 |")
+
+
+def write_time_lines(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[Path]:
+    """Rewrite each lesson's "| Time |" line from the plan (the lessons' own line is never written by hand)."""
+    import nbformat
+
+    written = []
+    for path in lesson_paths(notebooks_dir):
+        number = path.stem[:2]
+        if number == "00":
+            continue
+        nb = nbformat.read(path, as_version=4)
+        first = nb.cells[0]
+        source = re.sub(r"^\| Time \|.*$", time_line(number), first.source, count=1, flags=re.M)
+        if source != first.source:
+            first.source = source
+            nbformat.write(nb, path)
+            written.append(path)
+    return written
+
 
 # One trn2 per pair of attendees: public figures, not measured here (no trn2 in this project's CI).
 PAIR_VARIANT = (
@@ -161,24 +236,6 @@ def next_lesson(number: str) -> str | None:
     """The lesson taught after ``number`` ("02" -> "04"), or None after the last."""
     i = LESSON_ORDER.index(number)
     return LESSON_ORDER[i + 1] if i + 1 < len(LESSON_ORDER) else None
-
-
-def plan_markdown() -> str:
-    """The plan as a Markdown table, the minutes running from 0, with the slack left in the 90 minutes."""
-    lines = ["| minutes | notebook | what to do live | in class | exercise (min) | Run All on CPU | skip when late |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    start = 0
-    for part in PLAN:
-        run = f"{part.run_s} s" if part.run_s else "-"
-        lines.append(f"| {start}-{start + part.minutes} | {part.where} | {part.live} | {part.in_class or '-'} | "
-                     f"{part.exercise_min or '-'} | {run} | {part.skip_when_late} |")
-        start += part.minutes
-    lines.append(f"| {start}-{WORKSHOP_MINUTES} | slack | questions, or what ran late | | | | |")
-    return "\n".join(lines)
-
-
-def slack_minutes() -> int:
-    return WORKSHOP_MINUTES - sum(part.minutes for part in PLAN)
 
 
 def glossary_markdown() -> str:
@@ -317,11 +374,19 @@ def start_page():
         new_code_cell("from neuronhelpers import doctor, workshop\n\nworkshop.begin(FETCH_FROM_HUB)\n"
                       "doctor_status = doctor()"),
         new_markdown_cell("## The lessons, in teaching order\n" + lessons_markdown()),
-        new_markdown_cell(f"## The plan: {WORKSHOP_MINUTES} minutes\nRun All times are the cells' own on 2 CPU "
-                          "cores with the twins already built (`make demo` builds them); exercise minutes are "
-                          f"{EXERCISE_MINUTES_SOURCE}; explaining takes the rest. {slack_minutes()} minutes are "
-                          "slack.\n\n" + plan_markdown()
-                          + "\n\n" + PAIR_VARIANT),
+        new_markdown_cell(f"## The plan: {DAYS[0]} minutes\nEach lesson marks its sections and exercises *in class*, "
+                          f"*{day.IN_CLASS_LONG}* or *homework* in their headings. A lesson's minutes are its in-class "
+                          "cells' measured seconds (" + day.measured_line() + "), its in-class exercises (an "
+                          f"attendee's minutes: {day.EXERCISE_MINUTES_SOURCE}) and the minutes stated for explaining. "
+                          f"{slack_minutes()} minutes are slack. When late, skip the sections named, in that order "
+                          "(their cells' seconds are said; the explaining they save is the larger part).\n\n"
+                          + plan_markdown() + "\n\n" + PAIR_VARIANT),
+        new_markdown_cell(f"## The {DAYS[1]}-minute day\nThe same lessons with the exercises marked "
+                          f"*{day.IN_CLASS_LONG}* done live and two more minutes to explain each: "
+                          f"{slack_minutes(DAYS[1])} minutes are slack.\n\n" + plan_markdown(DAYS[1])),
+        new_markdown_cell(f"## Homework\nWhat the {DAYS[0]}-minute day leaves for home, per lesson: the exercises and "
+                          "the cells of the sections marked *homework* (they run in a Run All too; at home they are "
+                          "read, not just run).\n\n" + homework_markdown()),
         new_markdown_cell("## Set-up, as typed\n```bash\n" + SETUP + "\n```\nWhere the install broke: "
                           "`build/book/index.html` (from `make book`) shows every lesson as it ran."),
         new_markdown_cell("## Glossary\n" + glossary_markdown()),
@@ -349,3 +414,5 @@ def write_start_page(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> Path:
 
 if __name__ == "__main__":
     print(write_start_page())
+    for path in write_time_lines():
+        print(path)
