@@ -275,7 +275,8 @@ def size_line(weight_bytes: int | None) -> str:
     if not weight_bytes:
         return "size unknown here"
     minutes = weight_bytes / ASSUMED_BYTES_PER_S / 60
-    return f"{weight_bytes / 1e9:.1f} GB, about {minutes:.0f} min at an assumed {ASSUMED_BYTES_PER_S / 1e6:.0f} MB/s"
+    takes = f"about {minutes:.0f} min" if minutes >= 1 else "under a minute"
+    return f"{weight_bytes / 1e9:.1f} GB, {takes} at an assumed {ASSUMED_BYTES_PER_S / 1e6:.0f} MB/s"
 
 
 def hub_download_bytes(model_id: str) -> int | None:
