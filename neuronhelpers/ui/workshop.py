@@ -152,6 +152,81 @@ PAIR_VARIANT = (
     "(<https://awsdocs-neuron.readthedocs-hosted.com/en/latest/vllm-neuron/docs/tutorials/"
     "tutorial-qwen3-vl-32b.html>): run them the day before, or as homework.")
 
+@dataclass(frozen=True)
+class Trn2Compile:
+    """One run of a lesson on a trn2 with RUN_ON_TRN2 on: the neuronx-cc compiles it triggers with an empty compile
+    cache (graphs per process times processes) and the minutes one compile takes (low, high), with their source."""
+
+    lesson: str
+    cell: str
+    run: str
+    graphs: int  # per process: a generate() through a static cache compiles a prefill and a decode graph
+    processes: int  # one per rank when sharded: each rank compiles its own graphs
+    minutes: tuple[float, float]
+    source: str
+
+    @property
+    def compiles(self) -> int:
+        return self.graphs * self.processes
+
+
+# The sources of the minutes, said once. No neuronx-cc compile time of a model this small is published, and none was
+# measured here (no trn2 in this project's CI): the twin figures are assumed.
+TWIN_MINUTES = (0.5, 2.0)
+TWIN_SOURCE = ("assumed: no published figure for a tiny graph; AWS says only that a first compile \"can take several "
+               "minutes for large models\" (how-to-optimize-with-torch-compile)")
+REAL_SOURCE = ("assumed from AWS's \"several minutes for large models\" (how-to-optimize-with-torch-compile); not "
+               "measured")
+LARGE_SOURCE = ("AWS's recipe for the 32B Qwen3-VL on a trn2.48xlarge allows 1200 s to compile "
+                "(tutorial-qwen3-vl-32b): the upper figure; the lower is assumed")
+TRN2_COMPILES = (
+    Trn2Compile("01", "load the dataset", "3 demo twins, only where `make demo` left no results", 0, 3, TWIN_MINUTES,
+                "0: `make demo` the day before already swept them (3 twins x 2 graphs otherwise)"),
+    Trn2Compile("02", "run it (cold)", "MODEL tiny/qwen3, one core", 2, 1, TWIN_MINUTES, TWIN_SOURCE),
+    Trn2Compile("02", "a real checkpoint", "REAL_HERE SmolLM2-135M, one core", 2, 1, (2.0, 5.0), REAL_SOURCE),
+    Trn2Compile("02", "on a trn2", "REAL_MODEL Qwen3-0.6B, one core", 2, 1, (2.0, 5.0), REAL_SOURCE),
+    Trn2Compile("02", "other libraries", "all-MiniLM-L6-v2 (one encoder graph) and the diffusion twin (denoiser, "
+                "VAE decoder)", 3, 1, TWIN_MINUTES, TWIN_SOURCE),
+    Trn2Compile("04", "broken runs", "the perturbed twin and the reference run of tiny/llama (load, compile and "
+                "timeout stop before neuronx-cc finishes)", 4, 1, TWIN_MINUTES, TWIN_SOURCE),
+    Trn2Compile("03", "run both", "tiny/llama TP and tiny/qwen3_moe TP+EP over 2 cores", 4, 2, TWIN_MINUTES,
+                TWIN_SOURCE),
+    Trn2Compile("03", "the real Qwen3-30B-A3B", "4 ranks, TP+EP", 2, 4, (5.0, 20.0), LARGE_SOURCE),
+    Trn2Compile("03", "a gated model", "Llama-3.3-70B, 8 ranks (only with access)", 2, 8, (5.0, 20.0), LARGE_SOURCE),
+    Trn2Compile("06", "one architecture, live", "LIVE tiny/qwen3: 02's graphs, from the cache", 0, 1, TWIN_MINUTES,
+                "0: a cache hit of 02's compile"),
+    Trn2Compile("05", "a release sweep", "tiny/qwen2 and tiny/smollm3", 4, 1, TWIN_MINUTES, TWIN_SOURCE),
+)
+
+
+def trn2_compiles(lesson: str | None = None) -> dict[str, tuple[int, float, float]]:
+    """Per lesson (teaching order): the neuronx-cc compiles its cells trigger on a trn2 with RUN_ON_TRN2 on and an
+    empty compile cache, and the minutes they take, low and high (compiles on different ranks run at once, so a
+    sharded run counts its graphs' minutes once). ``lesson``: that lesson alone. A synced or warm cache (`cache
+    sync`, the day before's `make demo`) turns each of them into a cache hit."""
+    out = {}
+    for number in LESSON_ORDER[1:]:
+        runs = [r for r in TRN2_COMPILES if r.lesson == number]
+        out[number] = (sum(r.compiles for r in runs), sum(r.graphs * r.minutes[0] for r in runs),
+                       sum(r.graphs * r.minutes[1] for r in runs))
+    return {lesson: out[lesson]} if lesson else out
+
+
+def trn2_compiles_markdown() -> str:
+    """The compiles per lesson on a trn2, as a Markdown table, each run with the source of its minutes."""
+    lines = ["| lesson | cell | what compiles | compiles (graphs x processes) | minutes each | source |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for number in LESSON_ORDER[1:]:
+        for r in (r for r in TRN2_COMPILES if r.lesson == number):
+            lines.append(f"| {number} | {r.cell} | {r.run} | {r.compiles} ({r.graphs} x {r.processes}) | "
+                         f"{r.minutes[0]:g}-{r.minutes[1]:g} | {r.source} |")
+    total = trn2_compiles()
+    lines.append("| all | | | " + str(sum(n for n, _, _ in total.values())) + " | "
+                 f"{sum(lo for _, lo, _ in total.values()):.0f}-{sum(hi for _, _, hi in total.values()):.0f} "
+                 "min in all | |")
+    return "\n".join(lines)
+
+
 # Every term the notebooks use before or without defining it, defined once (the start page shows them).
 GLOSSARY = {
     "twin": "a real architecture's code with shrunk dimensions and random weights, built locally (`tiny/qwen3`); it "
@@ -203,12 +278,13 @@ GLOSSARY = {
 # Where each glossary term is first used and defined in the lessons' Markdown (the combined keys split; "row" is not).
 DEFINED_IN = {
     "twin": "01", "shelf": "01", "trn2": "01", "inductor": "01", "run.py": "01", "catalog": "01", "version pair": "01",
-    "seed columns": "01", "TP": "01", EXCLUDED: "01", UNTESTED: "01", "cause": "01",
+    "seed columns": "01", "TP": "01", EXCLUDED: "01", UNTESTED: "01", "cause": "01", "Selected list": "01",
     "NeuronCore": "02", "LNC": "02", "NEFF": "02", "compile cache": "02", "static cache": "02", "reference": "02",
     EXACT: "02", NEAR_TIE: "02", "evidence": "02", "GGUF": "02", "dynamo": "02", "recompile": "02",
-    "judge": "04", "Selected list": "04",
+    "graph break": "02",
+    "judge": "04",
     "rank": "03", "EP": "03",
-    "graph break": "06", "gate": "06",
+    "gate": "06",
 }
 
 SETUP = """# the day before, with the network (each machine, or one trn2 per pair):
@@ -256,7 +332,8 @@ def size_line(weight_bytes: int | None) -> str:
     if not weight_bytes:
         return "size unknown here"
     minutes = weight_bytes / ASSUMED_BYTES_PER_S / 60
-    return f"{weight_bytes / 1e9:.1f} GB, about {minutes:.0f} min at an assumed {ASSUMED_BYTES_PER_S / 1e6:.0f} MB/s"
+    takes = f"about {minutes:.0f} min" if minutes >= 1 else "under a minute"
+    return f"{weight_bytes / 1e9:.1f} GB, {takes} at an assumed {ASSUMED_BYTES_PER_S / 1e6:.0f} MB/s"
 
 
 def hub_download_bytes(model_id: str) -> int | None:
@@ -311,9 +388,10 @@ def _register_solution_magic() -> None:
 def trn2_cell(run_on_trn2: bool, what: str, *, cores: int | None = None, weight_bytes: int | None = None,
               model_id: str | None = None, unless: str | None = None) -> bool:
     """Whether a trn2 cell runs here: asked for (RUN_ON_TRN2), a neuron device and torch-neuronx present, enough
-    cores, nothing else in the way (``unless``: the reason, e.g. no access to a gated model), the Hub reachable and
-    the disk large enough for the weights. Prints one line: what the cell would do (its download's size from the
-    Hub's metadata, else the planner's byte count) and why it runs or skips."""
+    cores, nothing else in the way (``unless``: the reason, e.g. no access to a gated model), the model's weights in
+    the local Hugging Face cache or else the Hub reachable (offline, with FETCH_FROM_HUB off, a model never fetched
+    is skipped, not failed) and the disk large enough for them. Prints one line: what the cell would do (its
+    download's size from the Hub's metadata, else the planner's byte count) and why it runs or skips."""
     from neuronhelpers.core.network import hub_reachable, hub_status_line
     from neuronhelpers.core.topology import neuron_device_present, neuron_topology
 
@@ -330,8 +408,11 @@ def trn2_cell(run_on_trn2: bool, what: str, *, cores: int | None = None, weight_
         reasons.append(f"it needs {cores} NeuronCores and this instance has {topology.describe()}")
     elif unless:
         reasons.append(unless)
-    elif size and not hub_reachable():
-        reasons.append(f"the Hub is {hub_status_line()} (FETCH_FROM_HUB = True fetches)")
+    elif model_id and in_hf_cache(model_id):
+        would += " (its weights are in the local Hugging Face cache: nothing is downloaded)"
+    elif (size or model_id) and not hub_reachable():
+        missing = f"{model_id} is not in the local Hugging Face cache and " if model_id else ""
+        reasons.append(f"{missing}the Hub is {hub_status_line()} (FETCH_FROM_HUB = True fetches)")
     elif size and (free := _free_bytes()) < size * 1.1:
         reasons.append(f"only {free / 1e9:.0f} GB free for the Hugging Face cache")
     if reasons:
@@ -339,6 +420,31 @@ def trn2_cell(run_on_trn2: bool, what: str, *, cores: int | None = None, weight_
         return False
     print(f"running: {would}")
     return True
+
+
+def in_hf_cache(model_id: str) -> bool:
+    """Whether the local Hugging Face cache holds the model: its config.json and its weights (one safetensors file,
+    or the index of sharded ones), read with huggingface_hub's own lookup (no network)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    def cached(filename):
+        return isinstance(try_to_load_from_cache(model_id, filename), str)
+
+    return cached("config.json") and (cached("model.safetensors") or cached("model.safetensors.index.json"))
+
+
+def corpus_weight_bytes(model_id: str, dtype_bytes: int = 2) -> int | None:
+    """The bytes of a model's weights in bfloat16, from its config in the corpus shipped with the package (parameters
+    estimated from the config: no network), or None when the corpus lacks it."""
+    from neuronhelpers.plan.cores import estimate_parameters
+    from neuronhelpers.twins.corpus import corpus_root, folder_name
+
+    folder = corpus_root() / folder_name(model_id)
+    if not (folder / "config.json").is_file():
+        return None
+    import transformers
+
+    return estimate_parameters(transformers.AutoConfig.from_pretrained(folder)) * dtype_bytes
 
 
 def _free_bytes() -> int:
