@@ -1,5 +1,5 @@
 # make demo   set up .venv and run the main job: sweep the Selected list's twins and the shelf's real checkpoints
-#             into ./results
+#             into ./results, then take a dated snapshot of the published dataset where the Hub answers
 # make test   set up .venv and run the whole test suite (notebooks and the browser test included)
 # make test-fast  ruff, then the tests that compile nothing (about four minutes): the inner loop
 # make lab    open the notebooks in JupyterLab (installed on the first call; offline afterwards)
@@ -19,6 +19,7 @@ install: $(STAMP)
 demo: install
 	$(PY) -m neuronhelpers checkpoints --install || echo "make demo: the shelf of real checkpoints could not be installed here; the demo sweeps twins only"
 	$(PY) -m neuronhelpers demo --jobs 2  # two models at once: a fresh clone's first command within 10 minutes on 2 cores
+	$(PY) -m neuronhelpers snapshot || true  # the published dataset, dated, for the lessons offline (one line without the Hub)
 
 test: install checkpoints lint
 	bash scripts/install_browser.sh

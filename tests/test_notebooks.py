@@ -36,7 +36,8 @@ PROBES = {
              "warnings": [str(w.message) for w in caught], "step": step.label(), "ex1": exercise_1, "ex2": exercise_2,
              "published": [len(published_df), sorted(set(published_df.backend)), sorted(set(published_view["ran on"])),
                            published_view["peak memory (GiB)"].max(), int(published_df.tp.max()),
-                           sorted(set(published_df.result.dropna()))]}""",
+                           sorted(set(published_df.result.dropna()))],
+             "published_source": [source.kind, source.line]}""",
     "02": """{"result": row["result"], "verification": row["verification"],
              "equal": row["tokens"] == row["reference_tokens"],
              "cold_compile": row["compile_s"], "warm_compile": warm["compile_s"], "warm_hit": bool(warm["cache_hit"]),
@@ -67,13 +68,15 @@ PROBES = {
              "ex2": exercise_2}""",
     "05": """{"release_rows": [r["result"] for r in rows], "changes": sorted(set(changes.change.astype(str))),
              "gate_problems": len(problems), "release_in_repo": str(release).startswith(str(Path.cwd().parent)),
-             "step": step.label(), "synced": [copied, same], "files": files, "ex1": exercise_1, "ex2": exercise_2}""",
+             "step": step.label(), "synced": [copied, same], "files": files, "ex1": exercise_1, "ex2": exercise_2,
+             "refusal": refusal, "pr_preview": pr_preview.describe(dry_run=True)}""",
     "06": """{"tasks": dict(Counter(s.task for s in specs)), "pairs": len(pairs), "causes": len(causes),
              "live": row["result"], "agreement": agreement_line(agreement), "real_rows": len(agreement),
              "declared_line": disagreement_line(declared), "disagree": int(declared.disagree.sum()),
              "verdict_columns": list(verdicts_per_pair(twins_only).columns), "ex1": exercise_1, "ex2": exercise_2,
              "ex3": exercise_3, "own_config": own_config_line(effects),
-             "trainium_line": trainium_line, "trainium_compared": len(trainium)}""",
+             "trainium_line": trainium_line, "trainium_compared": len(trainium),
+             "trainium_source": [source.kind, source.line]}""",
 }
 
 
@@ -158,7 +161,7 @@ def run_notebook(path, tmp_path):
 # What doctor may fail on a machine that presents a neuron device but is no trn2 (this one, with the fake device).
 ONLY_ON_TRN2 = {"python 3.12-3.14", "torch-neuronx", "neuronx-cc"}
 # The cells that run real models on a trn2: each says it skipped, and why, with the parameters' defaults.
-TRN2_CELLS = {"02": 1, "03": 2}
+TRN2_CELLS = {"02": 1, "03": 2, "05": 1}
 
 
 @pytest.fixture
@@ -205,7 +208,9 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path, wor
         assert "np.int64" not in text
         # the published layout read whole (offline: the made-up example, which says so)
         assert lesson["published"] == [10, ["neuron"], ["Trainium"], 21.9, 8, ["EXCLUDED", "FAIL", "PASS"]]
-        assert "offline: neuronhelpers' made-up example" in text
+        # no snapshot in the test's home: the made-up example, said as such (tests/test_snapshot.py: the snapshot)
+        assert lesson["published_source"][0] == "example" and "made-up example" in lesson["published_source"][1]
+        assert "on this machine (make demo takes one where the Hub answers): neuronhelpers' made-up example" in text
     elif number == "02":
         assert (lesson["result"], lesson["verification"], lesson["equal"]) == ("PASS", "exact", True)
         assert lesson["warm_hit"] and lesson["warm_compile"] < lesson["cold_compile"]  # what a warm cache saves
@@ -269,6 +274,18 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path, wor
         ex2 = lesson["ex2"]
         assert ex2["step"].startswith("inductor ") and ex2["regressed"] == 0, ex2
         assert ex2["reached_pass"] + ex2["reached_fail"] > 10 and ex2["reached_fail"] > 0, ex2
+        # contribute --dry-run against the local example: the release's own CPU row refused, saying why and what to do
+        assert lesson["refusal"].startswith("refused by aws-neuron/torch-neuronx-model-support, which holds Trainium "
+                                            "verdicts only: row for 'tiny/"), lesson["refusal"]
+        assert lesson["refusal"].endswith("ran on CPU twin, not Trainium (a CPU row is not a Trainium verdict: run a "
+                                          "Hub model on a trn2 and contribute that row); nothing was sent")
+        # ... then what a pull request would carry for the example's Trainium row, labelled made up
+        preview = lesson["pr_preview"]
+        assert preview.startswith("aws-neuron/torch-neuronx-model-support: a pull request would carry 1 file(s), "
+                                  "1 unchanged") and "made up, not measurements" in preview, preview
+        assert "  + data/neuronx_cc-2.23.6484.0/transformers-5.23.0.parquet" in preview
+        assert "  row: HuggingFaceTB/SmolLM2-135M-Instruct PASS on Trainium, 1 core(s)" in preview
+        assert "the example's Trainium row instead (made up, not a measurement)" in text
         assert "image/png" in kinds  # the verdicts per release pair
     elif number == "06":
         assert lesson["tasks"]["text-generation"] > 150 and lesson["tasks"]["image-text-to-text"] > 90
@@ -277,6 +294,7 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path, wor
         # twins against Trainium: offline, the made-up example in the published layout, and the line says so
         assert lesson["trainium_line"].startswith("example rows, made up (not measurements): twins agree with ")
         assert lesson["trainium_compared"] == 7 and "outside the count: 1 excluded" in lesson["trainium_line"]
+        assert lesson["trainium_source"][0] == "example" and "made-up example" in lesson["trainium_source"][1]
         assert lesson["disagree"] > 10 and "declared True fail" in lesson["declared_line"]
         assert "with a verdict" in lesson["verdict_columns"] and "pass rate of tested" in lesson["verdict_columns"]
         assert "transformers 6.2.0" not in text and "transformers 0.42.1" not in text and "np.int64" not in text
