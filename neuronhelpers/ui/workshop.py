@@ -55,8 +55,8 @@ PLAN = (
          ("Plots",)),
     Part("02 single model", "the plan, `run.py` read top-down, a verified row, `python3 run.py`", (10, 12),
          ("Where the time went, and what a warm cache saves",)),
-    Part("04 validation", "exact vs near-tie, one broken run per failure stage, evidence, UNTESTED vs EXCLUDED",
-         (8, 10), ("The vocabulary",)),
+    Part("04 validation", "exact vs near-tie, one broken run per failure stage, evidence, UNTESTED; a live FAIL read "
+         "by the attendees (Ex 2)", (8, 10), ("Untested is not FAIL",)),
     Part("03 sharded", "cores chosen from memory, what each rank holds, a TP and an EP run", (6, 8),
          ("Run both, check against the reference",)),
     Part("06 catalog", "verdicts per pair, root causes, twins against Trainium", (6, 8), ("Why no verdict",)),
@@ -487,6 +487,11 @@ def start_page():
                           f"{slack_minutes()} minutes are slack. When late, skip the sections named, in that order "
                           "(their cells' seconds are said; the explaining they save is the larger part).\n\n"
                           + plan_markdown() + "\n\n" + PAIR_VARIANT),
+        new_markdown_cell("## On a trn2: the compiles of each lesson\nWith `RUN_ON_TRN2 = True` and an empty compile "
+                          "cache, each lesson's cells start these neuronx-cc compiles (none was timed here: no trn2 "
+                          "in this project's CI; each figure says its source). A synced or warm cache (`cache sync` "
+                          "and `make demo` the day before) turns the twins' compiles into cache hits; the real "
+                          "models are what does not fit a 90-minute day.\n\n" + trn2_compiles_markdown()),
         new_markdown_cell(f"## The {DAYS[1]}-minute day\nThe same lessons with the exercises marked "
                           f"*{day.IN_CLASS_LONG}* done live and two more minutes to explain each: "
                           f"{slack_minutes(DAYS[1])} minutes are slack.\n\n" + plan_markdown(DAYS[1])),
