@@ -50,7 +50,7 @@ class Part:
 
 
 PLAN = (
-    Part("00 start here", "this page: the plan, the glossary; `.venv/bin/neuronhelpers doctor` in a terminal", (3, 4)),
+    Part("00 start here", "this page: the plan, the glossary, and `doctor` (is this machine ready?)", (3, 4)),
     Part("01 explore", "the classic query, the explorer (click a model: its `run.py`), the published layout", (8, 10),
          ("Plots",)),
     Part("02 single model", "the plan, `run.py` read top-down, a verified row, `python3 run.py`", (10, 12),
