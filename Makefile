@@ -1,5 +1,5 @@
 # make demo   set up .venv and run the main job: sweep the Selected list's twins and the shelf's real checkpoints
-#             into ./results
+#             into ./results, then take a dated snapshot of the published dataset where the Hub answers
 # make test   set up .venv and run the whole test suite (notebooks and the browser test included)
 # make test-fast  ruff, then the tests that compile nothing (about four minutes): the inner loop
 # make lab    open the notebooks in JupyterLab (installed on the first call; offline afterwards)
@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint checkpoints sweep-shelf gate lab bench clean sweep-architectures expected-architectures sweep-releases book
+.PHONY: install demo test test-fast lint checkpoints sweep-shelf gate lab bench workshop-timings clean sweep-architectures expected-architectures sweep-releases book
 
 $(STAMP): pyproject.toml constraints.txt scripts/setup_env.sh
 	bash scripts/setup_env.sh $(VENV)
@@ -19,6 +19,7 @@ install: $(STAMP)
 demo: install
 	$(PY) -m neuronhelpers checkpoints --install || echo "make demo: the shelf of real checkpoints could not be installed here; the demo sweeps twins only"
 	$(PY) -m neuronhelpers demo --jobs 2  # two models at once: a fresh clone's first command within 10 minutes on 2 cores
+	$(PY) -m neuronhelpers snapshot || true  # the published dataset, dated, for the lessons offline (one line without the Hub)
 
 test: install checkpoints lint
 	bash scripts/install_browser.sh
@@ -89,6 +90,13 @@ lab:
 	elif [ pyproject.toml -nt $(STAMP) ] || [ constraints.txt -nt $(STAMP) ]; then \
 	  echo "make lab: pyproject.toml or constraints.txt changed since the set-up; starting JupyterLab with the environment as it is (run make install when online to update it)"; fi
 	$(VENV)/bin/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+# Every lesson executed as an attendee's Run All (after make demo: its results, warm twins and compile cache); the
+# seconds of each cell go to neuronhelpers/data/workshop_timings.json, from which the day's plan is worked out. Then
+# `python -m neuronhelpers.ui.workshop` rewrites the start page and the lessons' time lines from it.
+workshop-timings: install
+	$(PY) -m neuronhelpers.ui.day --measure
+	$(PY) -m neuronhelpers.ui.workshop
 
 # The notebooks as they ran, one HTML page each and a contents page (build/book/index.html; reads offline), from the
 # executed copies tests/test_notebooks.py keeps in build/executed; a notebook without one is executed here once.

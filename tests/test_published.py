@@ -18,6 +18,7 @@ import pytest
 
 from conftest import result_row, run_cli
 from neuronhelpers.analysis.agreement import trainium_agreement, trainium_agreement_line
+from neuronhelpers.core import settings
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.models.resolve import ModelRef
@@ -242,8 +243,10 @@ def test_a_twin_row_offered_to_the_published_layout_is_refused_in_one_line(
     from test_publish import make_row
 
     proc_before = len(hub.requests)
-    with pytest.raises(UserError, match=rf"^{REPO} is laid out as the published Trainium dataset, .*row for "
-                                        r"'tiny/gpt2' ran on CPU twin, not Trainium; nothing was written$"):
+    with pytest.raises(UserError, match=rf"^refused by {REPO}, which holds Trainium verdicts only: row for "
+                                        r"'tiny/gpt2' ran on CPU twin, not Trainium \(a CPU row is not a Trainium "
+                                        r"verdict: run a Hub model on a trn2 and contribute that row\); nothing was "
+                                        r"sent$"):
         publish.contribute(write_row(tmp_path / "row.json", make_row("tiny/gpt2")), REPO, api=api)
     assert all(r.method in ("GET", "HEAD") for r in hub.requests[proc_before:]) and hub.pull_requests(REPO) == []
 
@@ -270,6 +273,72 @@ def test_the_made_up_example_is_never_published_or_contributed(
     with pytest.raises(UserError, match="made-up example dataset: they are not measurements"):
         publish.contribute(write_row(tmp_path / "row.json", row), REPO, api=api)
     assert hub.requests == []
+
+
+def cpu_row_of_a_hub_model(model_id="HuggingFaceTB/SmolLM2-135M-Instruct"):
+    """A real Hub checkpoint run on CPU (as `neuronhelpers run` records it off a trn2), its run.py the recipe's own."""
+    ref = ModelRef(model_id=model_id, path=model_id, task="text-generation", model_type="llama", weights="hub")
+    run_py = render.render_run_py(render.recipe_params(ref, get_backend("cpu")))
+    return result_row(model_id, weights="hub", run_py=run_py)
+
+
+def test_the_published_dataset_refuses_a_cpu_row_of_a_hub_model_before_anything_is_sent(
+        hub, api, tmp_path):  # noqa: F811 - the local Hub's fixtures
+    """Bug guarded: offline (or before the repo held a file) a dry run listed a CPU row as joining the published
+    dataset, which holds Trainium verdicts only."""
+    row = write_row(tmp_path / "row.json", cpu_row_of_a_hub_model())
+    for dry_run in (True, False):
+        with pytest.raises(UserError, match=r"^refused by aws-neuron/torch-neuronx-model-support, which holds Trainium "
+                                            r"verdicts only: row for 'HuggingFaceTB/SmolLM2-135M-Instruct' ran on CPU "
+                                            r"real checkpoint, not Trainium \(a CPU row is not a Trainium verdict: run "
+                                            r"a Hub model on a trn2 and contribute that row\); nothing was sent$"):
+            publish.contribute(row, settings.dataset_repo(), api=api, dry_run=dry_run)
+    assert hub.requests == []
+    assert publish.contribute(row, REPO, api=api, dry_run=True).changed  # a results dataset of our own takes it
+
+
+def test_a_dry_run_against_the_local_example_refuses_a_cpu_row_and_shows_what_a_trainium_row_would_carry(
+        published_folder, tmp_path, monkeypatch):
+    """contribute --dry-run --against FOLDER: the attendee's CPU row is refused with its reason; the example's Trainium
+    row (made up, and said so) shows the file a pull request would change and the row it would add; no network, and
+    the folder is left as it was."""
+    from test_publish import make_row
+
+    monkeypatch.setattr(publish, "remote_layout", lambda *a, **k: pytest.fail("against a folder, the Hub is not read"))
+    before = {p: p.read_bytes() for p in published_folder.rglob("*.parquet")}
+    with pytest.raises(UserError, match=r"^refused by aws-neuron/torch-neuronx-model-support, which holds Trainium "
+                                        r"verdicts only: row for 'tiny/qwen2' ran on CPU twin, not Trainium \(a CPU "
+                                        r"row is not a Trainium verdict: run a Hub model on a trn2"):
+        publish.contribute([make_row("tiny/qwen2")], settings.dataset_repo(), dry_run=True, against=published_folder)
+    plan = publish.contribute(example.example_trainium_row(), settings.dataset_repo(), dry_run=True,
+                              against=published_folder)
+    assert plan.changed == [example.example_file(NEWER)] and plan.unchanged == [example.example_file(OLDER)]
+    assert plan.offered == ["HuggingFaceTB/SmolLM2-135M-Instruct PASS on Trainium, 1 core(s), neuronx-cc "
+                            f"{NEWER[0]}, transformers {NEWER[1]}"]
+    text = plan.describe(dry_run=True)
+    assert text.startswith("aws-neuron/torch-neuronx-model-support: a pull request would carry 1 file(s), 1 unchanged")
+    assert "made up, not measurements" in text and "nothing was sent" in text and plan.pr_url is None
+    assert {p: p.read_bytes() for p in published_folder.rglob("*.parquet")} == before
+
+
+def test_the_examples_trainium_row_is_never_sent(published_folder, hub, api, tmp_path):  # noqa: F811
+    row = example.example_trainium_row()
+    with pytest.raises(UserError, match="a contribution is a dry run only"):
+        publish.contribute(row, settings.dataset_repo(), against=published_folder)
+    for dry_run in (True, False):
+        with pytest.raises(UserError, match="made-up example dataset: they are not measurements"):
+            publish.contribute(row, REPO, api=api, dry_run=dry_run)
+    assert hub.requests == []
+
+
+def test_the_cli_contributes_against_a_local_folder_and_says_why_a_cpu_row_is_refused(published_folder, tmp_path):
+    from test_publish import make_row
+
+    proc = run_cli("contribute", str(write_row(tmp_path / "row.json", make_row("tiny/qwen2"))), "--dry-run",
+                   "--against", str(published_folder), env={"HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "neuronhelpers: error: refused by aws-neuron/torch-neuronx-model-support, which holds Trainium verdicts only: "
+        "row for 'tiny/qwen2' ran on CPU twin"), proc.stderr
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The commands over a results dataset: ``causes``, ``diff``, ``check``, ``card``, ``publish``, ``contribute``,
-``rankings`` and ``app`` (the explorer served with Voila).
+``rankings``, ``snapshot`` and ``app`` (the explorer served with Voila).
 
 Each takes the parsed arguments and returns the exit status; the parser is ``cli/main.py``.
 """
@@ -184,8 +184,28 @@ def cmd_publish(args) -> int:
 def cmd_contribute(args) -> int:
     from neuronhelpers.store.publish import contribute
 
-    print(contribute(args.rows, args.repo, dry_run=args.dry_run).describe(args.dry_run))
+    print(contribute(args.rows, args.repo, dry_run=args.dry_run, against=args.against).describe(args.dry_run))
     return 0
+
+
+def cmd_snapshot(args) -> int:
+    """Take a dated snapshot of the published dataset (`make demo` runs it); where the Hub cannot be reached, say so in
+    one line and which the lessons read instead (exit 1)."""
+    from neuronhelpers.store.snapshot import newest_snapshot, take_snapshot
+
+    if not args.show:
+        taken = take_snapshot(args.repo)
+        if taken is not None:
+            print(f"snapshot taken: {taken.describe()}")
+            return 0
+    kept = newest_snapshot(args.repo)
+    instead = (f"the lessons read the snapshot of {kept.date} ({kept.folder})" if kept else
+               "the lessons read neuronhelpers' made-up example (no snapshot here yet)")
+    if args.show:
+        print(kept.describe() if kept else f"no snapshot of {args.repo} here: {instead}")
+        return 0
+    print(f"no snapshot of {args.repo} taken: the Hub cannot be reached from here; {instead}")
+    return 1
 
 
 def cmd_rankings(args) -> int:

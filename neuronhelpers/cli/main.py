@@ -1,6 +1,7 @@
 """The ``neuronhelpers`` command line (also ``python -m neuronhelpers``): the parser, one function per group of
 commands, and ``main``. The commands themselves are in ``commands_run.py`` (run, plan, render, sweep, demo, twins,
-cache), ``commands_data.py`` (causes, diff, publish, contribute, check, card, rankings, app) and ``doctor.py``."""
+cache), ``commands_data.py`` (causes, diff, publish, contribute, check, card, rankings, snapshot, app) and
+``doctor.py``."""
 
 from __future__ import annotations
 
@@ -144,6 +145,9 @@ def _dataset_commands(command, as_json) -> None:
     p.add_argument("rows", help="a JSON row (run --json), JSON lines, or a dataset folder")
     p.add_argument("--repo", default=DEFAULT_DATASET, help=repo_help)
     p.add_argument("--dry-run", action="store_true", help="validate and list what the pull request would change")
+    p.add_argument("--against", metavar="FOLDER", default=None,
+                   help="with --dry-run: a local copy of the dataset (e.g. the snapshot `neuronhelpers snapshot` "
+                        "took, or the made-up example) stands in for the repo; nothing reaches the network")
     p.set_defaults(func=commands_data.cmd_contribute)
 
     p = command("check", "the expected-results gate: fail on any change of verdict against an expected file")
@@ -158,7 +162,7 @@ def _dataset_commands(command, as_json) -> None:
 
 
 def _environment_commands(command, backend) -> None:
-    """app, cache, rankings and doctor: what this machine serves, caches, ranks and has installed."""
+    """app, cache, rankings, snapshot and doctor: what this machine serves, caches, ranks, keeps and has installed."""
     p = command("app", "serve the explorer as a web page (Voila) on localhost")
     p.add_argument("--results", default="results", help="dataset folder (default ./results)")
     p.add_argument("--port", type=int, default=8866, help="port on 127.0.0.1 (default 8866)")
@@ -178,6 +182,12 @@ def _environment_commands(command, backend) -> None:
     p.add_argument("--refresh", action="store_true", help="fetch Trending and Downloads from the Hub now")
     p.add_argument("--limit", type=int, default=50, help="models per view and task (default 50)")
     p.set_defaults(func=commands_data.cmd_rankings)
+
+    p = command("snapshot", "take a dated local snapshot of the published dataset where the Hub answers (the lessons "
+                            "read the newest offline)")
+    p.add_argument("--repo", default=DEFAULT_DATASET, help=f"the dataset repo (default {DEFAULT_DATASET})")
+    p.add_argument("--show", action="store_true", help="only say which snapshot the lessons read; fetch nothing")
+    p.set_defaults(func=commands_data.cmd_snapshot)
 
     p = command("doctor", "check this environment: OK / FAIL per requirement")
     p.set_defaults(func=cmd_doctor)
@@ -228,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands that may reach for the Hub: they decide once, quickly, whether it is reachable (and go offline if not).
-_HUB_COMMANDS = {"run", "plan", "render", "sweep", "demo", "publish", "contribute", "rankings", "doctor", "cache"}
+_HUB_COMMANDS = {"run", "plan", "render", "sweep", "demo", "publish", "contribute", "rankings", "snapshot", "doctor",
+                 "cache"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from neuronhelpers.core import vocab
+from neuronhelpers.core.versions import NEURON_COMPILER
 from neuronhelpers.store import schema
 
 EXAMPLE_RUNNER = "neuronhelpers-example"
@@ -74,6 +75,27 @@ def write_published_example(folder) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(example_rows(pair), path)
     return folder
+
+
+def example_trainium_row() -> dict:
+    """A made-up Trainium row in our columns, as a trn2 run would record it (a Hub id on the neuron backend, its run.py
+    the recipe's own rendering), marked as the example in `runner` and `notes`: what ``contribute --dry-run --against``
+    the local example shows a pull request would carry where there is no trn2. It is never sent anywhere."""
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.models.resolve import ModelRef
+    from neuronhelpers.recipes import render
+
+    model_id = "HuggingFaceTB/SmolLM2-135M-Instruct"  # in the older example file only: the row joins the newer one
+    backend = get_backend("neuron")
+    ref = ModelRef(model_id=model_id, path=model_id, task=vocab.TEXT_GENERATION, model_type="llama", weights="hub")
+    return schema.new_row(
+        model_id=model_id, task=vocab.TEXT_GENERATION, model_type="llama", weights="hub", result=vocab.PASS,
+        verification=vocab.EXACT, backend=backend.name, compiler=NEURON_COMPILER, compiler_version=NEWER[0],
+        neuronx_cc=NEWER[0], library=vocab.TRANSFORMERS, library_version=NEWER[1], neuron_cores=1,
+        parallelism=vocab.NO_PARALLELISM, wall_s=198.0, peak_memory_bytes=int(0.7 * 2**30), torch_neuronx="2.14.3.0",
+        python="3.12.11", runner=EXAMPLE_RUNNER, notes=EXAMPLE_NOTE,
+        timestamp=dt.datetime(2026, 12, 3, 9, 30, 15, 123000, tzinfo=dt.timezone.utc),
+        run_py=render.render_run_py(render.recipe_params(ref, backend)))
 
 
 def is_example(runners) -> bool:

@@ -37,14 +37,19 @@ class PublishPlan:
     pr_url: str | None = None
     attempts: int = 0
     note: str | None = None
+    offered: list[str] = field(default_factory=list)  # a contribution's rows, one line each
 
     def describe(self, dry_run: bool) -> str:
-        verb = "would upload" if dry_run else "uploaded"
+        if self.offered:  # a contribution: what its pull request carries
+            verb = "a pull request would carry" if dry_run else "the pull request carries"
+        else:
+            verb = "would upload" if dry_run else "uploaded"
         lines = [f"{self.repo_id}: {verb} {len(self.changed)} file(s), {len(self.unchanged)} unchanged"]
         if self.note:
             lines.append(f"({self.note})")
         lines += [f"  + {p}" for p in self.changed]
         lines += [f"  = {p}" for p in self.unchanged]
+        lines += [f"  row: {line}" for line in self.offered]
         if self.pr_url:
             lines.append(f"pull request: {self.pr_url}")
         elif self.commit_url:
@@ -58,7 +63,8 @@ def _hashes(data: bytes) -> set[str]:
     return {hashlib.sha256(data).hexdigest(), blob}
 
 
-def _remote_hashes(api, repo_id: str, revision: str | None = None) -> dict[str, set[str]]:
+def remote_hashes(api, repo_id: str, revision: str | None = None) -> dict[str, set[str]]:
+    """A dataset repo's files (path -> the hashes it is known by), at ``revision``; empty where it does not exist."""
     from huggingface_hub.errors import RepositoryNotFoundError
 
     try:
@@ -200,7 +206,7 @@ def _commit(api, repo_id: str, files: dict[str, bytes], message: str, *, dry_run
                 api.create_repo(repo_id, repo_type=REPO_TYPE, exist_ok=True)
                 head = api.repo_info(repo_id, repo_type=REPO_TYPE).sha
             # a dry run compares with the listing already read (``listed``); a commit, with its parent's
-            remote = listed if dry_run and listed is not None else _remote_hashes(api, repo_id, revision=head)
+            remote = listed if dry_run and listed is not None else remote_hashes(api, repo_id, revision=head)
         except _UNREACHABLE as exc:
             if not dry_run:
                 raise UserError(f"the Hub cannot be reached ({type(exc).__name__}): nothing was uploaded; "
@@ -262,18 +268,43 @@ def remote_layout(api, repo_id: str, into: str | Path) -> tuple[str | None, dict
     if not hub_reachable(endpoint=getattr(api, "endpoint", None)):
         return None, None  # _commit says so in one line (or, dry, lists every file)
     try:
-        listed = _remote_hashes(api, repo_id)
-        for path in (p for p in listed if p.endswith(".parquet")):
-            local = Path(into, path)
-            local.parent.mkdir(parents=True, exist_ok=True)
-            local.write_bytes(Path(api.hf_hub_download(repo_id, path, repo_type=REPO_TYPE)).read_bytes())
+        listed = remote_hashes(api, repo_id)
+        download_files(api, repo_id, [p for p in listed if p.endswith(".parquet")], into)
     except _UNREACHABLE:
         return None, None
+    return _checked_layout(into, repo_id), listed
+
+
+def download_files(api, repo_id: str, paths, into: str | Path, revision: str | None = None) -> None:
+    """Download these files of a dataset repo (at ``revision``) into ``into``, their paths in the repo kept."""
+    for path in paths:
+        local = Path(into, path)
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(Path(api.hf_hub_download(repo_id, path, repo_type=REPO_TYPE, revision=revision)).read_bytes())
+
+
+def local_layout(folder: str | Path, into: str | Path, repo_id: str) -> tuple[str | None, dict[str, set[str]]]:
+    """A local copy of a dataset (a folder laid out as the repo: ``against``) copied into ``into`` as ``remote_layout``
+    downloads a repo, without the network: its layout and its files' hashes (what a pull request would leave alone)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UserError(f"no dataset folder at '{folder}' to compare with")
+    listed = {}
+    for path in dataset.parquet_files(folder):
+        rel = path.relative_to(folder).as_posix()
+        data = path.read_bytes()
+        Path(into, rel).parent.mkdir(parents=True, exist_ok=True)
+        Path(into, rel).write_bytes(data)
+        listed[rel] = _hashes(data)
+    return _checked_layout(into, repo_id), listed
+
+
+def _checked_layout(into: str | Path, repo_id: str) -> str | None:
     layout = dataset.folder_layout(into)
     if layout == dataset.MIXED:
         raise UserError(f"{repo_id} holds files in both the published layout and neuronhelpers' own: nothing was "
                         "sent (bring its files to one layout first)")
-    return layout, listed
+    return layout
 
 
 def merged_into(folder: str | Path, rows: list[dict], repo_id: str) -> dict[str, bytes]:
@@ -291,8 +322,13 @@ def merged_into(folder: str | Path, rows: list[dict], repo_id: str) -> dict[str,
 # ------------------------------------------------------------------------------------------------
 
 
-def read_contribution(path: str | Path) -> list[dict]:
-    """Rows to contribute: a JSON row (`neuronhelpers run --json`), a JSON-lines file, or a dataset folder."""
+def read_contribution(path) -> list[dict]:
+    """Rows to contribute: a JSON row (`neuronhelpers run --json`), a JSON-lines file, a dataset folder, or the rows
+    themselves (a row, or a list of rows, as ``run_model`` and ``sweep_models`` return them)."""
+    if isinstance(path, dict):
+        return [dict(path)]
+    if isinstance(path, list):
+        return [dict(row) for row in path]
     path = Path(path)
     if path.is_dir():
         return dataset.row_records(dataset.load_results(path, validate=False))
@@ -354,23 +390,73 @@ def made_by_todays_recipe(row: dict) -> bool:
         return False
 
 
-def contribute(path: str | Path, repo_id: str, *, dry_run: bool = False, api=None) -> PublishPlan:
-    """Validate rows and open a pull request that merges them into the dataset's files: in our layout their
-    version-pair files; in the published layout the files that hold their versions (``merged_into``: Trainium rows of
-    Hub models only, every row there kept exactly as it was)."""
-    from huggingface_hub import HfApi
+def check_trainium_verdicts(rows: list[dict], repo_id: str) -> None:
+    """The published dataset holds Trainium verdicts only (PASS or FAIL of a Hub checkpoint measured on Trainium, with
+    its neuronx-cc version): any other row, a CPU row or a twin's first, is refused in one line that says why and what
+    to run instead (``schema.validate_row``'s published rules)."""
+    for row in rows:
+        try:
+            schema.validate_row(row, published=True)
+        except vocab.VocabularyError as exc:
+            raise UserError(f"refused by {repo_id}, which holds Trainium verdicts only: {exc}; nothing was "
+                            "sent") from None
 
-    api = api or HfApi()
+
+def offered_line(row: dict) -> str:
+    """One contributed row in a line: the model, its verdict (and stage), where it ran, its cores and versions."""
+    verdict = f"{row['result']} ({row['stage']})" if row.get("stage") else row["result"]
+    where = schema.ran_on(row.get("backend"), row.get("weights"), row["model_id"])
+    cores = f", {row['neuron_cores']} core(s)" if row.get("neuron_cores") else ""
+    return (f"{row['model_id']} {verdict} on {where}{cores}, {row.get('compiler')} {row.get('compiler_version')}, "
+            f"{row.get('library')} {row.get('library_version')}")
+
+
+def contribute(rows, repo_id: str, *, dry_run: bool = False, api=None, against: str | Path | None = None
+               ) -> PublishPlan:
+    """Validate rows (a path ``read_contribution`` reads, or the rows themselves) and open a pull request that merges
+    them into the dataset's files: in our layout their version-pair files; in the published layout the files that hold
+    their versions (``merged_into``, every row there kept exactly as it was). The published dataset
+    (``settings.dataset_repo()``) and any dataset laid out as it is take Trainium verdicts only
+    (``check_trainium_verdicts``).
+
+    ``against``: a local copy of the dataset (a folder laid out as the repo, e.g. the made-up example) stands in for
+    it, with no network, in a dry run only. There alone the made-up example's own rows may be offered, to show what a
+    pull request would carry; the plan's note says they are made up. Sent to the Hub, they are refused."""
+    from neuronhelpers.core.settings import dataset_repo
+    from neuronhelpers.store.example import is_example
+
     check_repo_id(repo_id)
-    rows = validate_contribution(read_contribution(path))
-    check_publishable_ids([r["model_id"] for r in rows], str(path))
-    check_not_example([r.get("runner") for r in rows], str(path))
+    if against is not None and not dry_run:
+        raise UserError(f"against a local copy ({against}) a contribution is a dry run only: a pull request goes to "
+                        "the Hub (leave --against out to open one)")
+    where = str(rows) if isinstance(rows, (str, Path)) else "what was offered"
+    rows = validate_contribution(read_contribution(rows))
+    check_publishable_ids([r["model_id"] for r in rows], where)
+    example = is_example([r.get("runner") for r in rows])
+    if against is None:
+        check_not_example([r.get("runner") for r in rows], where)
+    if repo_id == dataset_repo():
+        check_trainium_verdicts(rows, repo_id)  # before anything reaches the Hub
+    if against is None:
+        from huggingface_hub import HfApi
+
+        api = api or HfApi()
     with tempfile.TemporaryDirectory() as tmp:  # start from the dataset's files so the PR adds rows to them
-        layout, listed = remote_layout(api, repo_id, tmp)
+        layout, listed = remote_layout(api, repo_id, tmp) if against is None else local_layout(against, tmp, repo_id)
         if layout == dataset.PUBLISHED:
+            check_trainium_verdicts(rows, repo_id)
             files = merged_into(tmp, rows, repo_id)
         else:
             files = {rel: Path(tmp, rel).read_bytes() for rel in dataset.append_rows(tmp, rows)}
-    models = ", ".join(sorted({r["model_id"] for r in rows}))
-    return _commit(api, repo_id, files, f"Contribute results: {models}"[:200], dry_run=dry_run, create_pr=True,
-                   max_attempts=1, listed=listed)
+    if against is None:
+        models = ", ".join(sorted({r["model_id"] for r in rows}))
+        plan = _commit(api, repo_id, files, f"Contribute results: {models}"[:200], dry_run=dry_run, create_pr=True,
+                       max_attempts=1, listed=listed)
+    else:
+        changed = [p for p, data in files.items() if not (_hashes(data) & listed.get(p, set()))]
+        plan = PublishPlan(repo_id, changed, [p for p in listed if p not in changed], note=_join_notes(
+            f"against the local copy {against}: nothing was sent",
+            "the example's Trainium row(s), made up, not measurements: shown to say what a pull request would "
+            "carry, never sent" if example else None))
+    plan.offered = [offered_line(row) for row in rows]
+    return plan

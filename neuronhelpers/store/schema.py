@@ -264,8 +264,13 @@ def validate_row(row: dict, *, published: bool = False) -> None:
         if result not in (vocab.PASS, vocab.FAIL):
             raise vocab.VocabularyError(f"row for {model!r} is {result}, not a verdict")
         where = ran_on(row.get("backend"), row.get("weights"), model)
-        if where != vocab.RAN_ON_TRAINIUM:
-            raise vocab.VocabularyError(f"row for {model!r} ran on {where}, not Trainium")
+        if where != vocab.RAN_ON_TRAINIUM:  # what to do instead, in words a contributor can act on
+            device = vocab.RAN_ON_DEVICE.get(row.get("backend"), "")
+            why = ("only a Hub checkpoint measured there is a verdict: run it by its Hub id on the trn2"
+                   if device == vocab.RAN_ON_TRAINIUM else
+                   f"a {device or 'non-Trainium'} row is not a Trainium verdict: run a Hub model on a trn2 and "
+                   "contribute that row")
+            raise vocab.VocabularyError(f"row for {model!r} ran on {where}, not Trainium ({why})")
         if not vocab.is_hub_id(model) or model.startswith("tiny/"):
             raise vocab.VocabularyError(f"row for {model!r} is not under a Hub id (org/name)")
         if not isinstance(row.get("neuronx_cc"), str) or not row["neuronx_cc"].strip():

@@ -25,8 +25,11 @@ NOT_ANSWERED, RIGHT, NOT_YET = "not answered yet", "right", "not yet"
 @dataclass(frozen=True)
 class Exercise:
     question: str
-    expected: Callable[[], dict]  # computes the right answer: key -> value
+    expected: Callable[..., dict]  # computes the right answer: key -> value
     hints: dict = field(default_factory=dict)  # key -> what to look at (never the value)
+    # What the notebook passes to check_answer for this exercise (``row``: the attendee's own run, so the answer is
+    # right on any device; ``model_id``: the lesson's model), each given to ``expected`` when not None.
+    takes: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -83,13 +86,24 @@ def _one_model_across_pairs() -> dict:
 TERMINAL_MODEL = "tiny/qwen3"
 
 
-def _terminal_tokens() -> dict:
-    return {"tokens": [int(t) for t in _row(TERMINAL_MODEL).tokens[:8]]}
+def _terminal_tokens(row=None) -> dict:
+    """The first 8 tokens of the row the attendee's own run produced (``row``: right on a trn2 in bfloat16 too), else
+    of the catalog's row of the lesson's model (CPU, float32)."""
+    tokens = row["tokens"] if row is not None else _row(TERMINAL_MODEL).tokens
+    return {"tokens": [int(t) for t in tokens[:8]]}
 
 
-def _read_a_fail() -> dict:
-    row = _row("tiny/gemma2")
-    return {"result": row.result, "stage": row.stage, "cause": row.cause}
+def _trn2_run_py(model_id: str = TERMINAL_MODEL) -> dict:
+    """What the lesson's model's run.py says on a trn2: rendered for the neuron backend (nothing runs), its device,
+    dtype and compile backend, and the near-tie tolerance of that dtype."""
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.core.vocab import NEAR_TIE_MARGIN
+    from neuronhelpers.models.resolve import resolve_model
+    from neuronhelpers.recipes.render import recipe_params
+
+    params = recipe_params(resolve_model(model_id), get_backend("neuron"))
+    return {"device": params["device"], "dtype": params["dtype"], "compile_backend": params["compile_backend"],
+            "tolerance": NEAR_TIE_MARGIN[params["dtype"]]}
 
 
 # ---- 03 ------------------------------------------------------------------------------------------------------------
@@ -110,18 +124,31 @@ def _real_plan(cores=None):
     return plan_cores(_qwen3_30b(), int(30.5e9), dtype="bfloat16", core_memory=24 * GiB, cores=cores)
 
 
+def _mixtral_8x7b():
+    """The Mixtral-8x7B config notebook 03 builds from the published model card (46.7 B parameters)."""
+    import transformers
+
+    return transformers.MixtralConfig(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                                      num_attention_heads=32, num_key_value_heads=8, num_local_experts=8)
+
+
+# 03's exercise 1: a twin and a core count whose layout no cell prints (the lesson prints tiny/llama's and
+# tiny/qwen3_moe's over 2 cores), and a real model whose per-rank layout no cell prints.
+RANKS_TWIN, RANKS_TWIN_CORES = "tiny/olmoe", 2
+
+
 def _what_each_rank_holds() -> dict:
     import transformers
 
-    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.core.backends import GiB, get_backend
     from neuronhelpers.models.resolve import resolve_model
-    from neuronhelpers.plan.cores import per_rank_layout, plan_model
+    from neuronhelpers.plan.cores import per_rank_layout, plan_cores, plan_model
 
-    ref = resolve_model("tiny/mixtral")
-    twin = plan_model(ref, get_backend("cpu"), cores=2)
+    ref = resolve_model(RANKS_TWIN)
+    twin = plan_model(ref, get_backend("cpu"), cores=RANKS_TWIN_CORES)
     twin_layout = per_rank_layout(transformers.AutoConfig.from_pretrained(ref.path), twin.cores, twin.parallelism)
-    real = _real_plan()
-    real_layout = per_rank_layout(_qwen3_30b(), real.cores, real.parallelism)
+    real = plan_cores(_mixtral_8x7b(), int(46.7e9), dtype="bfloat16", core_memory=24 * GiB)
+    real_layout = per_rank_layout(_mixtral_8x7b(), real.cores, real.parallelism)
     keys = {"heads_per_rank": "attention heads per rank", "kv_heads_per_rank": "key/value heads per rank",
             "experts_per_rank": "experts per rank"}
     return {**{f"twin_{k}": twin_layout[v] for k, v in keys.items()},
@@ -154,8 +181,35 @@ def _exact_near_tie_or_mismatch() -> dict:
             "margin": round(verdicts["b"].divergence_margin, 3)}
 
 
-def _what_a_fail_stands_on() -> dict:
-    return {"real_evidence": _row("google/gemma-3-270m").evidence, "twin_evidence": _row("tiny/gemma3_text").evidence}
+# 04's exercise 2, read in class: a live FAIL whose stage, cause and evidence no cell of 04 prints (04 breaks
+# tiny/llama, runs tiny/rwkv and reads the gemma-3 rows, all of which ran eagerly on the device; this one did not).
+LIVE_FAIL_MODEL = "tiny/cpmant"
+LIVE_FAIL_KEYS = ("result", "stage", "cause", "evidence")
+
+
+@lru_cache(maxsize=4)
+def _live_fail_run(model_id: str) -> tuple:
+    """The model run here, once per process (a twin: a few seconds): where the catalog holds no row of this
+    environment's pair (a trn2), the check's answer comes from a real run on this device."""
+    from neuronhelpers.run.harness import run_model
+
+    row = run_model(model_id)
+    return tuple(row[k] for k in LIVE_FAIL_KEYS)
+
+
+def _read_a_live_fail(row=None) -> dict:
+    """The FAIL's result, stage, cause and evidence: from the attendee's own row when given, else the catalog's row of
+    this environment's pair, else (no such row: a trn2 reading the inductor catalog) a run of the model here."""
+    if row is not None:
+        return {k: row[k] for k in LIVE_FAIL_KEYS}
+    from neuronhelpers.store.dataset import select_pair
+
+    here, _ = select_pair(_catalog(), "current")
+    found = here[here.model_id == LIVE_FAIL_MODEL]
+    if len(found):
+        newest = found.sort_values("timestamp", na_position="first", kind="stable").iloc[-1]
+        return {k: newest[k] for k in LIVE_FAIL_KEYS}
+    return dict(zip(LIVE_FAIL_KEYS, _live_fail_run(LIVE_FAIL_MODEL), strict=True))
 
 
 # ---- 05 ------------------------------------------------------------------------------------------------------------
@@ -170,12 +224,15 @@ def _out_of_date_expected() -> dict:
 
 
 def _compiler_step() -> dict:
-    from neuronhelpers.store.diff import VERDICT_CHANGES, change_counts, release_changes, release_steps
+    """The compiler step's verdicts reached, split by their verdict now (no cell prints it), and its regressions."""
+    from neuronhelpers.store.diff import release_changes, release_steps
 
     catalog = _catalog()
     step = next(s for s in release_steps(catalog, TRANSFORMERS) if s.kind == "compiler")
-    counts = change_counts(release_changes(catalog, step))
-    return {"verdicts": {k: int(n) for k, n in counts.items() if k in VERDICT_CHANGES}}
+    changes = release_changes(catalog, step)
+    reached = changes[changes.change.astype(str) == "verdict reached"].new_result.value_counts()
+    return {"reached_pass": int(reached.get(PASS, 0)), "reached_fail": int(reached.get(FAIL, 0)),
+            "regressed": int((changes.change.astype(str) == "regressed").sum())}
 
 
 # ---- 06 ------------------------------------------------------------------------------------------------------------
@@ -227,20 +284,23 @@ EXERCISES = {
                         {"results": "one entry per pair, keyed like '2.13.0,5.23.0' (the compiler version first, a "
                                     "comma, no space), its newest row's result",
                          "untested_stage": "the UNTESTED row's `stage` column says why there is no verdict"}),
-    ("02", 1): Exercise(f"the first 8 token ids `python3 run.py` printed for {TERMINAL_MODEL} in a terminal",
-                        _terminal_tokens,
-                        {"tokens": "the JSON line's \"tokens\" list, its first 8 ids as integers"}),
-    ("02", 2): Exercise("tiny/gemma2's FAIL read from its row: result, stage and cause", _read_a_fail,
-                        {"result": "the row's `result`", "stage": "the row's `stage`: where it stopped",
-                         "cause": "the row's `cause` column, copied whole"}),
-    ("03", 1): Exercise("heads, key/value heads and experts per rank: tiny/mixtral over 2 cores, Qwen3-30B-A3B over "
-                        "the planner's cores", _what_each_rank_holds,
-                        {"twin_heads_per_rank": "the twin's num_attention_heads divided by its 2 ranks",
-                         "twin_kv_heads_per_rank": "num_key_value_heads over 2 ranks",
-                         "twin_experts_per_rank": "num_local_experts over 2 ranks (EP)",
-                         "real_heads_per_rank": "32 heads over real_plan.cores",
-                         "real_kv_heads_per_rank": "4 key/value heads over real_plan.cores",
-                         "real_experts_per_rank": "128 experts over real_plan.cores"}),
+    ("02", 1): Exercise("the first 8 token ids `python3 run.py` printed in a terminal", _terminal_tokens,
+                        {"tokens": "the JSON line's \"tokens\" list, its first 8 ids as integers"}, takes=("row",)),
+    ("02", 2): Exercise("the run.py a trn2 would run: its device, dtype, compile backend and that dtype's near-tie "
+                        "tolerance", _trn2_run_py,
+                        {"device": "the PARAMS block of the run.py rendered for get_backend(\"neuron\")",
+                         "dtype": "the same PARAMS block: the dtype the weights are loaded in there",
+                         "compile_backend": "the same PARAMS block: what torch.compile is given as its backend",
+                         "tolerance": "vocab.NEAR_TIE_MARGIN, looked up with that dtype"}, takes=("model_id",)),
+    ("03", 1): Exercise(f"heads, key/value heads and experts per rank: {RANKS_TWIN} over {RANKS_TWIN_CORES} cores, "
+                        "Mixtral-8x7B over the planner's cores", _what_each_rank_holds,
+                        {"twin_heads_per_rank": f"{RANKS_TWIN}'s config (AutoConfig.from_pretrained(ref.path)) and the "
+                                                "plan's cores; per_rank_layout says it too",
+                         "twin_kv_heads_per_rank": "the same config's key/value heads and the same plan",
+                         "twin_experts_per_rank": "the same config's experts (OLMoE: num_experts) and the plan",
+                         "real_heads_per_rank": "the config `mixtral` of the planning cell and plans[\"Mixtral-8x7B\"]",
+                         "real_kv_heads_per_rank": "the same config and plan",
+                         "real_experts_per_rank": "the same config (Mixtral calls them num_local_experts) and plan"}),
     ("03", 2): Exercise("the twin over 4 cores, and the core counts that both split Qwen3-30B-A3B and hold its "
                         "weights", _counts_that_hold_it,
                         {"twin_refused": "did plan_model raise UserError for 4 cores?",
@@ -248,18 +308,24 @@ EXERCISES = {
                                         "the planner's own choice (fewer cores cannot hold 61 GB)"}),
     ("04", 1): Exercise("exact, near_tie or mismatch for (a), (b), (c), and the margin at the first divergence",
                         _exact_near_tie_or_mismatch,
-                        {"a": "one of exact, near_tie or mismatch: every token equal",
+                        {"a": "compare_tokens's verification (a PASS) or stage (a FAIL) for (a)'s tokens and dtype",
                          "b": "compare the margin with bfloat16's NEAR_TIE_MARGIN",
                          "c": "compare the margin with float16's NEAR_TIE_MARGIN",
                          "margin": "the reference's top-1 minus top-2 logit where the tokens first differ, 3 places"}),
-    ("04", 2): Exercise("the evidence of the real gemma-3-270m's FAIL and of its twin's", _what_a_fail_stands_on,
-                        {"real_evidence": "the `evidence` column of google/gemma-3-270m's row in `catalog`",
-                         "twin_evidence": "the `evidence` column of tiny/gemma3_text's row"}),
+    ("04", 2): Exercise(f"{LIVE_FAIL_MODEL}'s FAIL read from its own row: result, stage, cause and evidence",
+                        _read_a_live_fail,
+                        {"result": "the row's `result`", "stage": "the row's `stage`: where it stopped",
+                         "cause": "the row's `cause` column, copied whole",
+                         "evidence": "the row's `evidence` (vocab.EVIDENCE says what each value means; `device_eager` "
+                                     "is the eager run it stands on)"}),
     ("05", 1): Exercise("what the gate says of a stale expected file for tiny/qwen2", _out_of_date_expected,
                         {"problems": "check_expected's first return value, a list of lines"}),
-    ("05", 2): Exercise("the compiler step's changes of verdict, counted by kind", _compiler_step,
-                        {"verdicts": "change_counts of release_changes for the step whose kind is 'compiler', only "
-                                     "the kinds in VERDICT_CHANGES"}),
+    ("05", 2): Exercise("the compiler step: its verdicts reached that PASS and that FAIL, and its regressions",
+                        _compiler_step,
+                        {"reached_pass": "release_changes for the step whose kind is 'compiler': the rows whose "
+                                         "change is 'verdict reached', by their new_result",
+                         "reached_fail": "the same rows, by their new_result",
+                         "regressed": "the rows of the same changes whose change is 'regressed' (0 is an answer)"}),
     ("06", 1): Exercise("the cause that blocks the most architectures in the newest pair", _biggest_blocker,
                         {"cause": "causes.iloc[0].cause", "stage": "the same row's stage",
                          "count": "its `count` column (how many architectures), as an int"}),
@@ -271,11 +337,13 @@ EXERCISES = {
 }
 
 
-def check_answer(lesson: str, number: int, answer, *, model_id: str | None = None) -> str:
+def check_answer(lesson: str, number: int, answer, *, model_id: str | None = None, row: dict | None = None) -> str:
     """Check an exercise's answer: "not answered yet", "right", or "not yet: <hint>" (never the right answer), a line
     a notebook shows as the cell's output. The whole answer is judged at once: how many parts are right, never which
     (one wrong part at a time would let a small answer space be found by trial), with every part's hint.
-    ``model_id``: the model of a bring-your-own-model exercise (06, 3)."""
+    ``model_id``: the model of a bring-your-own-model exercise (06, 3) or the lesson's model (02, 2); ``row``: the
+    row the attendee's own run produced (02, 1), so the answer is that run's on any device (a trn2's bfloat16 tokens
+    are not the catalog's CPU float32 ones)."""
     if answer is None:
         return _say(NOT_ANSWERED + ": write your answer into the exercise's variable, then run this cell again")
     if (lesson, number) == ("06", 3):
@@ -293,7 +361,8 @@ def check_answer(lesson: str, number: int, answer, *, model_id: str | None = Non
 
             raise UserError(f"no exercise {number} in lesson {lesson}: the exercises are "
                             f"{', '.join(f'{ls} {n}' for ls, n in EXERCISES)} and 06 3")
-    expected = exercise.expected()
+    given = {"model_id": model_id, "row": row}
+    expected = exercise.expected(**{k: given[k] for k in exercise.takes if given[k] is not None})
     if not isinstance(answer, dict):
         if len(expected) != 1:
             return _say(f"{NOT_YET}: give a dict with the keys {', '.join(expected)}")

@@ -9,11 +9,13 @@ next" names the lesson after it (:func:`next_lesson`). Taught in notebook 00.
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from neuronhelpers.core.vocab import EXACT, EXCLUDED, NEAR_TIE, UNTESTED
+from neuronhelpers.ui import day
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 START_PAGE = "00_start_here"
@@ -32,38 +34,111 @@ ASSUMED_BYTES_PER_S = 50e6
 
 @dataclass(frozen=True)
 class Part:
-    """One part of the day: its minutes, the notebook (or the terminal), what is done live, the in-class exercise and
-    its minutes, the notebook's measured CPU time for Run All, and what to skip when running late."""
+    """One part of the day: the notebook (or the terminal), what is done live, the minutes stated for explaining on the
+    90- and the 120-minute day, and the in-class sections to skip when late, in that order. Everything else (what
+    runs in class, its seconds, the exercises and their minutes) comes from the lesson's marks and the measurement
+    (:mod:`neuronhelpers.ui.day`)."""
 
-    minutes: int
     where: str
     live: str
-    in_class: str
-    exercise_min: int  # a human attendee's time for the in-class exercise: estimated (see EXERCISE_MINUTES_SOURCE)
-    run_s: int | None  # the cells' own time on 2 CPU cores, twins cached (tests/test_notebooks.py's executed copies)
-    skip_when_late: str
+    explain_min: tuple[int, int]  # on the 90- and the 120-minute day: at least 6 for a lesson
+    skip_when_late: tuple[str, ...] = ()
+
+    @property
+    def number(self) -> str:
+        return self.where[:2]
 
 
-EXERCISE_MINUTES_SOURCE = ("the upper end of a tester session's estimate for a human attendee, from its own "
-                           "run-through of every exercise working from the notebook alone (no person has timed them "
-                           "yet)")
 PLAN = (
-    Part(4, "00 start here", "this page: the plan, the glossary; `.venv/bin/neuronhelpers doctor` in a terminal", "",
-         0, None, "the glossary (it stays open in a tab)"),
-    Part(14, "01 explore", "the classic query, the explorer (click a model: its `run.py`), the plots",
-         "Ex 1 (vision-language counts)", 8, 77, "the damaged-file section and Ex 2 (homework)"),
-    Part(18, "02 single model", "the plan, `run.py` read top-down, a verified row, the warm cache",
-         "Ex 1 in a terminal: `python3 run.py`", 6, 171, "the embedding and diffusion cells, Ex 2 (homework)"),
-    Part(16, "04 validation", "exact vs near-tie, the judge, one broken run per failure stage, UNTESTED vs EXCLUDED",
-         "Ex 1 (exact, near_tie or mismatch)", 10, 37, "the margin plot and Ex 2 (homework)"),
-    Part(10, "03 sharded", "cores chosen from memory, what each rank holds, a TP and an EP run",
-         "Ex 1 (what each rank holds; planning only)", 4, 59, "the gated-model cells and Ex 2 (homework)"),
-    Part(14, "06 catalog", "verdicts per pair, root causes, declared vs measured",
-         "Ex 3 (your own model)", 9, 41, "releases side by side, Ex 1 and 2 (homework)"),
-    Part(4, "05 publishing", "the diff and the gate (the push and Ray cells are for release managers)", "",
-         0, 27, "all of it: read it at home"),
+    Part("00 start here", "this page: the plan, the glossary, and `doctor` (is this machine ready?)", (3, 4)),
+    Part("01 explore", "the classic query, the explorer (click a model: its `run.py`), the published layout", (8, 10),
+         ("Plots",)),
+    Part("02 single model", "the plan, `run.py` read top-down, a verified row, `python3 run.py`", (10, 12),
+         ("Where the time went, and what a warm cache saves",)),
+    Part("04 validation", "exact vs near-tie, one broken run per failure stage, evidence, UNTESTED; a live FAIL read "
+         "by the attendees (Ex 2)", (8, 10), ("Untested is not FAIL",)),
+    Part("03 sharded", "cores chosen from memory, what each rank holds, a TP and an EP run", (6, 8),
+         ("Run both, check against the reference",)),
+    Part("06 catalog", "verdicts per pair, root causes, twins against Trainium", (6, 8), ("Why no verdict",)),
+    Part("05 publishing", "the diff, the gate, and contributing your own row (a dry run)", (6, 8),
+         ("Diff against the previous release",)),
 )
-WORKSHOP_MINUTES = 90
+DAYS = day.DAYS
+WORKSHOP_MINUTES = DAYS[0]
+
+
+def plan(minutes: int = WORKSHOP_MINUTES) -> list[day.LessonPlan]:
+    """Each part of the day worked out for a day of ``minutes`` (90 or 120)."""
+    which = DAYS.index(minutes)
+    return [day.lesson_plan(part.number, minutes, part.explain_min[which]) if part.number != "00" else
+            day.LessonPlan("00", minutes, 0, (), 0, part.explain_min[which], 0, (), 0, 0) for part in PLAN]
+
+
+def slack_minutes(minutes: int = WORKSHOP_MINUTES) -> int:
+    return minutes - sum(p.minutes for p in plan(minutes))
+
+
+def _exercises(numbers) -> str:
+    return ", ".join(f"Ex {n}" for n in numbers) or "-"
+
+
+def skip_line(part: Part) -> str:
+    """"Plots (1 s of cells), then ..." : what to skip when late, each with its measured seconds."""
+    return "; ".join(f"{title} ({s:.0f} s of cells)" for title, s in day.skipped_seconds(part.number,
+                                                                                       part.skip_when_late)) or "-"
+
+
+def plan_markdown(minutes: int = WORKSHOP_MINUTES) -> str:
+    """The plan of one day as a Markdown table, the minutes running from 0, with the slack left."""
+    lines = ["| minutes | notebook | what to do live | exercises in class | cells in class (s) | exercise (min) "
+             "| explaining (min) | total (min) | skip when late |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    start = 0
+    for part, lesson in zip(PLAN, plan(minutes), strict=True):
+        lines.append(f"| {start}-{start + lesson.minutes} | {part.where} | {part.live} | "
+                     f"{_exercises(lesson.exercises)} | {lesson.run_s:.0f} | {lesson.exercise_min} | "
+                     f"{lesson.explain_min} | {lesson.minutes} | {skip_line(part)} |")
+        start += lesson.minutes
+    lines.append(f"| {start}-{minutes} | slack | questions, or what ran late | | | | | {minutes - start} | |")
+    return "\n".join(lines)
+
+
+def homework_markdown() -> str:
+    """What each lesson leaves for home on the 90-minute day (the 120-minute day takes some of it into class)."""
+    lines = ["| notebook | exercises | cells (s) | about (min) |", "| --- | --- | --- | --- |"]
+    for part, lesson in zip(PLAN[1:], plan()[1:], strict=True):
+        lines.append(f"| {part.where} | {_exercises(lesson.homework_exercises)} | {lesson.homework_s:.0f} | "
+                     f"{lesson.homework_min} |")
+    return "\n".join(lines)
+
+
+def time_line(number: str) -> str:
+    """A lesson's own "| Time |" line, from the plan: its minutes on both days and what is left for home."""
+    short, long = (next(p for p in plan(m) if p.number == number) for m in DAYS)
+    return (f"| Time | {short.minutes} minutes of the {DAYS[0]}-minute day ({short.run_s:.0f} s of cells, "
+            f"{short.exercise_min} of exercises: {_exercises(short.exercises)}, {short.explain_min} of explaining); "
+            f"{long.minutes} of the {DAYS[1]}-minute day ({_exercises(long.exercises)}); homework about "
+            f"{short.homework_min} minutes ({_exercises(short.homework_exercises)}). From the plan in 00 |")
+
+
+def write_time_lines(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[Path]:
+    """Rewrite each lesson's "| Time |" line from the plan (the lessons' own line is never written by hand)."""
+    import nbformat
+
+    written = []
+    for path in lesson_paths(notebooks_dir):
+        number = path.stem[:2]
+        if number == "00":
+            continue
+        nb = nbformat.read(path, as_version=4)
+        first = nb.cells[0]
+        source = re.sub(r"^\| Time \|.*$", time_line(number), first.source, count=1, flags=re.M)
+        if source != first.source:
+            first.source = source
+            nbformat.write(nb, path)
+            written.append(path)
+    return written
+
 
 # One trn2 per pair of attendees: public figures, not measured here (no trn2 in this project's CI).
 PAIR_VARIANT = (
@@ -76,6 +151,81 @@ PAIR_VARIANT = (
     "AWS's own recipe for a 32B model on a trn2.48xlarge allows 1200 s to compile "
     "(<https://awsdocs-neuron.readthedocs-hosted.com/en/latest/vllm-neuron/docs/tutorials/"
     "tutorial-qwen3-vl-32b.html>): run them the day before, or as homework.")
+
+@dataclass(frozen=True)
+class Trn2Compile:
+    """One run of a lesson on a trn2 with RUN_ON_TRN2 on: the neuronx-cc compiles it triggers with an empty compile
+    cache (graphs per process times processes) and the minutes one compile takes (low, high), with their source."""
+
+    lesson: str
+    cell: str
+    run: str
+    graphs: int  # per process: a generate() through a static cache compiles a prefill and a decode graph
+    processes: int  # one per rank when sharded: each rank compiles its own graphs
+    minutes: tuple[float, float]
+    source: str
+
+    @property
+    def compiles(self) -> int:
+        return self.graphs * self.processes
+
+
+# The sources of the minutes, said once. No neuronx-cc compile time of a model this small is published, and none was
+# measured here (no trn2 in this project's CI): the twin figures are assumed.
+TWIN_MINUTES = (0.5, 2.0)
+TWIN_SOURCE = ("assumed: no published figure for a tiny graph; AWS says only that a first compile \"can take several "
+               "minutes for large models\" (how-to-optimize-with-torch-compile)")
+REAL_SOURCE = ("assumed from AWS's \"several minutes for large models\" (how-to-optimize-with-torch-compile); not "
+               "measured")
+LARGE_SOURCE = ("AWS's recipe for the 32B Qwen3-VL on a trn2.48xlarge allows 1200 s to compile "
+                "(tutorial-qwen3-vl-32b): the upper figure; the lower is assumed")
+TRN2_COMPILES = (
+    Trn2Compile("01", "load the dataset", "3 demo twins, only where `make demo` left no results", 0, 3, TWIN_MINUTES,
+                "0: `make demo` the day before already swept them (3 twins x 2 graphs otherwise)"),
+    Trn2Compile("02", "run it (cold)", "MODEL tiny/qwen3, one core", 2, 1, TWIN_MINUTES, TWIN_SOURCE),
+    Trn2Compile("02", "a real checkpoint", "REAL_HERE SmolLM2-135M, one core", 2, 1, (2.0, 5.0), REAL_SOURCE),
+    Trn2Compile("02", "on a trn2", "REAL_MODEL Qwen3-0.6B, one core", 2, 1, (2.0, 5.0), REAL_SOURCE),
+    Trn2Compile("02", "other libraries", "all-MiniLM-L6-v2 (one encoder graph) and the diffusion twin (denoiser, "
+                "VAE decoder)", 3, 1, TWIN_MINUTES, TWIN_SOURCE),
+    Trn2Compile("04", "broken runs", "the perturbed twin and the reference run of tiny/llama (load, compile and "
+                "timeout stop before neuronx-cc finishes)", 4, 1, TWIN_MINUTES, TWIN_SOURCE),
+    Trn2Compile("03", "run both", "tiny/llama TP and tiny/qwen3_moe TP+EP over 2 cores", 4, 2, TWIN_MINUTES,
+                TWIN_SOURCE),
+    Trn2Compile("03", "the real Qwen3-30B-A3B", "4 ranks, TP+EP", 2, 4, (5.0, 20.0), LARGE_SOURCE),
+    Trn2Compile("03", "a gated model", "Llama-3.3-70B, 8 ranks (only with access)", 2, 8, (5.0, 20.0), LARGE_SOURCE),
+    Trn2Compile("06", "one architecture, live", "LIVE tiny/qwen3: 02's graphs, from the cache", 0, 1, TWIN_MINUTES,
+                "0: a cache hit of 02's compile"),
+    Trn2Compile("05", "a release sweep", "tiny/qwen2 and tiny/smollm3", 4, 1, TWIN_MINUTES, TWIN_SOURCE),
+)
+
+
+def trn2_compiles(lesson: str | None = None) -> dict[str, tuple[int, float, float]]:
+    """Per lesson (teaching order): the neuronx-cc compiles its cells trigger on a trn2 with RUN_ON_TRN2 on and an
+    empty compile cache, and the minutes they take, low and high (compiles on different ranks run at once, so a
+    sharded run counts its graphs' minutes once). ``lesson``: that lesson alone. A synced or warm cache (`cache
+    sync`, the day before's `make demo`) turns each of them into a cache hit."""
+    out = {}
+    for number in LESSON_ORDER[1:]:
+        runs = [r for r in TRN2_COMPILES if r.lesson == number]
+        out[number] = (sum(r.compiles for r in runs), sum(r.graphs * r.minutes[0] for r in runs),
+                       sum(r.graphs * r.minutes[1] for r in runs))
+    return {lesson: out[lesson]} if lesson else out
+
+
+def trn2_compiles_markdown() -> str:
+    """The compiles per lesson on a trn2, as a Markdown table, each run with the source of its minutes."""
+    lines = ["| lesson | cell | what compiles | compiles (graphs x processes) | minutes each | source |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for number in LESSON_ORDER[1:]:
+        for r in (r for r in TRN2_COMPILES if r.lesson == number):
+            lines.append(f"| {number} | {r.cell} | {r.run} | {r.compiles} ({r.graphs} x {r.processes}) | "
+                         f"{r.minutes[0]:g}-{r.minutes[1]:g} | {r.source} |")
+    total = trn2_compiles()
+    lines.append("| all | | | " + str(sum(n for n, _, _ in total.values())) + " | "
+                 f"{sum(lo for _, lo, _ in total.values()):.0f}-{sum(hi for _, _, hi in total.values()):.0f} "
+                 "min in all | |")
+    return "\n".join(lines)
+
 
 # Every term the notebooks use before or without defining it, defined once (the start page shows them).
 GLOSSARY = {
@@ -128,12 +278,13 @@ GLOSSARY = {
 # Where each glossary term is first used and defined in the lessons' Markdown (the combined keys split; "row" is not).
 DEFINED_IN = {
     "twin": "01", "shelf": "01", "trn2": "01", "inductor": "01", "run.py": "01", "catalog": "01", "version pair": "01",
-    "seed columns": "01", "TP": "01", EXCLUDED: "01", UNTESTED: "01", "cause": "01",
+    "seed columns": "01", "TP": "01", EXCLUDED: "01", UNTESTED: "01", "cause": "01", "Selected list": "01",
     "NeuronCore": "02", "LNC": "02", "NEFF": "02", "compile cache": "02", "static cache": "02", "reference": "02",
     EXACT: "02", NEAR_TIE: "02", "evidence": "02", "GGUF": "02", "dynamo": "02", "recompile": "02",
-    "judge": "04", "Selected list": "04",
+    "graph break": "02",
+    "judge": "04",
     "rank": "03", "EP": "03",
-    "graph break": "06", "gate": "06",
+    "gate": "06",
 }
 
 SETUP = """# the day before, with the network (each machine, or one trn2 per pair):
@@ -163,24 +314,6 @@ def next_lesson(number: str) -> str | None:
     return LESSON_ORDER[i + 1] if i + 1 < len(LESSON_ORDER) else None
 
 
-def plan_markdown() -> str:
-    """The plan as a Markdown table, the minutes running from 0, with the slack left in the 90 minutes."""
-    lines = ["| minutes | notebook | what to do live | in class | exercise (min) | Run All on CPU | skip when late |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    start = 0
-    for part in PLAN:
-        run = f"{part.run_s} s" if part.run_s else "-"
-        lines.append(f"| {start}-{start + part.minutes} | {part.where} | {part.live} | {part.in_class or '-'} | "
-                     f"{part.exercise_min or '-'} | {run} | {part.skip_when_late} |")
-        start += part.minutes
-    lines.append(f"| {start}-{WORKSHOP_MINUTES} | slack | questions, or what ran late | | | | |")
-    return "\n".join(lines)
-
-
-def slack_minutes() -> int:
-    return WORKSHOP_MINUTES - sum(part.minutes for part in PLAN)
-
-
 def glossary_markdown() -> str:
     rows = "\n".join(f"| {term} | {meaning} |" for term, meaning in GLOSSARY.items())
     return "| term | meaning |\n| --- | --- |\n" + rows
@@ -199,7 +332,8 @@ def size_line(weight_bytes: int | None) -> str:
     if not weight_bytes:
         return "size unknown here"
     minutes = weight_bytes / ASSUMED_BYTES_PER_S / 60
-    return f"{weight_bytes / 1e9:.1f} GB, about {minutes:.0f} min at an assumed {ASSUMED_BYTES_PER_S / 1e6:.0f} MB/s"
+    takes = f"about {minutes:.0f} min" if minutes >= 1 else "under a minute"
+    return f"{weight_bytes / 1e9:.1f} GB, {takes} at an assumed {ASSUMED_BYTES_PER_S / 1e6:.0f} MB/s"
 
 
 def hub_download_bytes(model_id: str) -> int | None:
@@ -254,9 +388,10 @@ def _register_solution_magic() -> None:
 def trn2_cell(run_on_trn2: bool, what: str, *, cores: int | None = None, weight_bytes: int | None = None,
               model_id: str | None = None, unless: str | None = None) -> bool:
     """Whether a trn2 cell runs here: asked for (RUN_ON_TRN2), a neuron device and torch-neuronx present, enough
-    cores, nothing else in the way (``unless``: the reason, e.g. no access to a gated model), the Hub reachable and
-    the disk large enough for the weights. Prints one line: what the cell would do (its download's size from the
-    Hub's metadata, else the planner's byte count) and why it runs or skips."""
+    cores, nothing else in the way (``unless``: the reason, e.g. no access to a gated model), the model's weights in
+    the local Hugging Face cache or else the Hub reachable (offline, with FETCH_FROM_HUB off, a model never fetched
+    is skipped, not failed) and the disk large enough for them. Prints one line: what the cell would do (its
+    download's size from the Hub's metadata, else the planner's byte count) and why it runs or skips."""
     from neuronhelpers.core.network import hub_reachable, hub_status_line
     from neuronhelpers.core.topology import neuron_device_present, neuron_topology
 
@@ -273,8 +408,11 @@ def trn2_cell(run_on_trn2: bool, what: str, *, cores: int | None = None, weight_
         reasons.append(f"it needs {cores} NeuronCores and this instance has {topology.describe()}")
     elif unless:
         reasons.append(unless)
-    elif size and not hub_reachable():
-        reasons.append(f"the Hub is {hub_status_line()} (FETCH_FROM_HUB = True fetches)")
+    elif model_id and in_hf_cache(model_id):
+        would += " (its weights are in the local Hugging Face cache: nothing is downloaded)"
+    elif (size or model_id) and not hub_reachable():
+        missing = f"{model_id} is not in the local Hugging Face cache and " if model_id else ""
+        reasons.append(f"{missing}the Hub is {hub_status_line()} (FETCH_FROM_HUB = True fetches)")
     elif size and (free := _free_bytes()) < size * 1.1:
         reasons.append(f"only {free / 1e9:.0f} GB free for the Hugging Face cache")
     if reasons:
@@ -282,6 +420,31 @@ def trn2_cell(run_on_trn2: bool, what: str, *, cores: int | None = None, weight_
         return False
     print(f"running: {would}")
     return True
+
+
+def in_hf_cache(model_id: str) -> bool:
+    """Whether the local Hugging Face cache holds the model: its config.json and its weights (one safetensors file,
+    or the index of sharded ones), read with huggingface_hub's own lookup (no network)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    def cached(filename):
+        return isinstance(try_to_load_from_cache(model_id, filename), str)
+
+    return cached("config.json") and (cached("model.safetensors") or cached("model.safetensors.index.json"))
+
+
+def corpus_weight_bytes(model_id: str, dtype_bytes: int = 2) -> int | None:
+    """The bytes of a model's weights in bfloat16, from its config in the corpus shipped with the package (parameters
+    estimated from the config: no network), or None when the corpus lacks it."""
+    from neuronhelpers.plan.cores import estimate_parameters
+    from neuronhelpers.twins.corpus import corpus_root, folder_name
+
+    folder = corpus_root() / folder_name(model_id)
+    if not (folder / "config.json").is_file():
+        return None
+    import transformers
+
+    return estimate_parameters(transformers.AutoConfig.from_pretrained(folder)) * dtype_bytes
 
 
 def _free_bytes() -> int:
@@ -317,11 +480,24 @@ def start_page():
         new_code_cell("from neuronhelpers import doctor, workshop\n\nworkshop.begin(FETCH_FROM_HUB)\n"
                       "doctor_status = doctor()"),
         new_markdown_cell("## The lessons, in teaching order\n" + lessons_markdown()),
-        new_markdown_cell(f"## The plan: {WORKSHOP_MINUTES} minutes\nRun All times are the cells' own on 2 CPU "
-                          "cores with the twins already built (`make demo` builds them); exercise minutes are "
-                          f"{EXERCISE_MINUTES_SOURCE}; explaining takes the rest. {slack_minutes()} minutes are "
-                          "slack.\n\n" + plan_markdown()
-                          + "\n\n" + PAIR_VARIANT),
+        new_markdown_cell(f"## The plan: {DAYS[0]} minutes\nEach lesson marks its sections and exercises *in class*, "
+                          f"*{day.IN_CLASS_LONG}* or *homework* in their headings. A lesson's minutes are its in-class "
+                          "cells' measured seconds (" + day.measured_line() + "), its in-class exercises (an "
+                          f"attendee's minutes: {day.EXERCISE_MINUTES_SOURCE}) and the minutes stated for explaining. "
+                          f"{slack_minutes()} minutes are slack. When late, skip the sections named, in that order "
+                          "(their cells' seconds are said; the explaining they save is the larger part).\n\n"
+                          + plan_markdown() + "\n\n" + PAIR_VARIANT),
+        new_markdown_cell("## On a trn2: the compiles of each lesson\nWith `RUN_ON_TRN2 = True` and an empty compile "
+                          "cache, each lesson's cells start these neuronx-cc compiles (none was timed here: no trn2 "
+                          "in this project's CI; each figure says its source). A synced or warm cache (`cache sync` "
+                          "and `make demo` the day before) turns the twins' compiles into cache hits; the real "
+                          "models are what does not fit a 90-minute day.\n\n" + trn2_compiles_markdown()),
+        new_markdown_cell(f"## The {DAYS[1]}-minute day\nThe same lessons with the exercises marked "
+                          f"*{day.IN_CLASS_LONG}* done live and two more minutes to explain each: "
+                          f"{slack_minutes(DAYS[1])} minutes are slack.\n\n" + plan_markdown(DAYS[1])),
+        new_markdown_cell(f"## Homework\nWhat the {DAYS[0]}-minute day leaves for home, per lesson: the exercises and "
+                          "the cells of the sections marked *homework* (they run in a Run All too; at home they are "
+                          "read, not just run).\n\n" + homework_markdown()),
         new_markdown_cell("## Set-up, as typed\n```bash\n" + SETUP + "\n```\nWhere the install broke: "
                           "`build/book/index.html` (from `make book`) shows every lesson as it ran."),
         new_markdown_cell("## Glossary\n" + glossary_markdown()),
@@ -349,3 +525,5 @@ def write_start_page(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> Path:
 
 if __name__ == "__main__":
     print(write_start_page())
+    for path in write_time_lines():
+        print(path)
