@@ -223,7 +223,7 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path, wor
         assert weights.startswith("shelf: gguf") and sum(w.isalpha() for w in real_text.split()) >= 10, real_text
         # how do I run it myself: the row's own run.py, run with python3 in a cell, writes the row's tokens
         assert lesson["replayed"] and "OK    neuron device" not in text  # doctor runs once, on the start page
-        assert lesson["ex1"] == lesson["tokens"][:8] and "python3 run.py" in text  # the terminal exercise
+        assert lesson["ex1"] == lesson["tokens"][-8:] and "python3 run.py" in text  # the terminal exercise
         ex2 = lesson["ex2"]  # the run.py a trn2 would run, rendered here
         assert ex2 == {"device": "neuron", "dtype": "bfloat16", "compile_backend": "neuron", "tolerance": 0.25}, ex2
     elif number == "03":

@@ -86,11 +86,15 @@ def _one_model_across_pairs() -> dict:
 TERMINAL_MODEL = "tiny/qwen3"
 
 
+# 02's exercise 1 asks for the last tokens: the lesson prints the first 16 of the row above it, never these.
+TERMINAL_TOKENS = slice(-8, None)
+
+
 def _terminal_tokens(row=None) -> dict:
-    """The first 8 tokens of the row the attendee's own run produced (``row``: right on a trn2 in bfloat16 too), else
+    """The last 8 tokens of the row the attendee's own run produced (``row``: right on a trn2 in bfloat16 too), else
     of the catalog's row of the lesson's model (CPU, float32)."""
     tokens = row["tokens"] if row is not None else _row(TERMINAL_MODEL).tokens
-    return {"tokens": [int(t) for t in tokens[:8]]}
+    return {"tokens": [int(t) for t in list(tokens)[TERMINAL_TOKENS]]}
 
 
 def _trn2_run_py(model_id: str = TERMINAL_MODEL) -> dict:
@@ -284,8 +288,8 @@ EXERCISES = {
                         {"results": "one entry per pair, keyed like '2.13.0,5.23.0' (the compiler version first, a "
                                     "comma, no space), its newest row's result",
                          "untested_stage": "the UNTESTED row's `stage` column says why there is no verdict"}),
-    ("02", 1): Exercise("the first 8 token ids `python3 run.py` printed in a terminal", _terminal_tokens,
-                        {"tokens": "the JSON line's \"tokens\" list, its first 8 ids as integers"}, takes=("row",)),
+    ("02", 1): Exercise("the last 8 token ids `python3 run.py` printed in a terminal", _terminal_tokens,
+                        {"tokens": "the JSON line's \"tokens\" list, its last 8 ids as integers"}, takes=("row",)),
     ("02", 2): Exercise("the run.py a trn2 would run: its device, dtype, compile backend and that dtype's near-tie "
                         "tolerance", _trn2_run_py,
                         {"device": "the PARAMS block of the run.py rendered for get_backend(\"neuron\")",
