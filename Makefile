@@ -95,7 +95,7 @@ lab:
 # seconds of each cell go to neuronhelpers/data/workshop_timings.json, from which the day's plan is worked out. Then
 # `python -m neuronhelpers.ui.workshop` rewrites the start page and the lessons' time lines from it.
 workshop-timings: install
-	$(PY) -m neuronhelpers.ui.day --measure
+	$(PY) scripts/measure_day.py
 	$(PY) -m neuronhelpers.ui.workshop
 
 # The notebooks as they ran, one HTML page each and a contents page (build/book/index.html; reads offline), from the

@@ -224,15 +224,15 @@ def test_make_lab_after_a_pull_that_changed_the_requirements_starts_offline_with
 def test_the_trn2_compiles_per_lesson_are_counted_in_teaching_order_with_the_source_of_their_minutes():
     """Issue 41, item 6: the neuronx-cc compiles each lesson triggers with RUN_ON_TRN2 on, on paper (no trn2 here):
     graphs per process times processes (a sharded run compiles per rank), each figure with where it comes from."""
-    per_lesson = workshop.trn2_compiles()
+    per_lesson = day.trn2_compiles()
     assert list(per_lesson) == list(workshop.LESSON_ORDER[1:])
-    assert all(run.lesson in per_lesson and run.source for run in workshop.TRN2_COMPILES)
+    assert all(run.lesson in per_lesson and run.source for run in day.TRN2_COMPILES)
     assert per_lesson["03"][0] > per_lesson["02"][0] > 0  # the sharded real models dominate
-    sharded = next(r for r in workshop.TRN2_COMPILES if "Qwen3-30B" in r.cell)
+    sharded = next(r for r in day.TRN2_COMPILES if "Qwen3-30B" in r.cell)
     assert sharded.compiles == sharded.graphs * sharded.processes == 8
-    table = workshop.trn2_compiles_markdown()
-    assert "assumed" in table and "1200 s" in table and table.count("\n") == len(workshop.TRN2_COMPILES) + 2
-    assert workshop.trn2_compiles("05") == {"05": per_lesson["05"]}
+    table = day.trn2_compiles_markdown()
+    assert "assumed" in table and "1200 s" in table and table.count("\n") == len(day.TRN2_COMPILES) + 2
+    assert day.trn2_compiles("05") == {"05": per_lesson["05"]}
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.ui import day
 from neuronhelpers.ui.workshop import lesson_paths
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
@@ -206,3 +207,39 @@ def execute_notebook(source: Path, target: Path, *, timeout: int = 900) -> None:
         execute_in_copy(nb, source.parent, Path(tmp), timeout=timeout)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
+
+
+def measure_lessons(results: str | Path, work_root: str | Path, lessons=("01", "02", "04", "03", "06", "05"),
+                   notebooks_dir: str | Path = day.NOTEBOOKS_DIR) -> dict:
+    """Execute each lesson as an attendee's Run All on the day (parameters as committed, SOLUTIONS off, `make
+    demo`'s results present) and return the seconds of every code cell, by lesson and cell id."""
+    import datetime as dt
+    import os
+    import subprocess
+
+    import nbformat
+
+    cells: dict[str, dict[str, float]] = {}
+    for number in lessons:
+        nb = nbformat.read(day.lesson_path(number, notebooks_dir), as_version=4)
+        if number == "01":  # the lesson's own "../results" is make demo's; the copy runs elsewhere
+            index = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+            injected = nbformat.v4.new_code_cell(f"RESULTS = {str(Path(results).resolve())!r}")
+            injected.metadata["tags"] = ["injected-parameters"]
+            nb.cells.insert(index + 1, injected)
+        execute_in_copy(nb, Path(notebooks_dir), Path(work_root) / number)
+        cells[number] = {}
+        for cell in nb.cells:
+            timing = cell.metadata.get("execution", {})
+            if cell.cell_type == "code" and "iopub.execute_input" in timing and "id" in cell:
+                start = dt.datetime.fromisoformat(timing["iopub.execute_input"].replace("Z", "+00:00"))
+                end = dt.datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00"))
+                cells[number][cell.id] = round((end - start).total_seconds(), 1)
+        print(f"{number}: {sum(cells[number].values()):.0f} s", flush=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(notebooks_dir).parent,
+                            capture_output=True, text=True).stdout.strip()
+    return {"measured": {"date": dt.date.today().isoformat(), "commit": commit, "cpu_cores": os.cpu_count(),
+                         "how": "make workshop-timings: each lesson executed headless as an "
+                                "attendee's Run All (parameters as committed, SOLUTIONS off, make demo's results "
+                                "present, twins and inductor's cache warm)"},
+            "cells": cells}

@@ -1,8 +1,8 @@
 """The workshop's day, worked out from what was measured: each lesson's sections and exercises as the lessons mark
 them (*in class*, *in class on the 120-minute day*, *homework*), the seconds each code cell took in an attendee's
-Run All (``data/workshop_timings.json``, written by ``python -m neuronhelpers.ui.day --measure``), and the minutes
-stated here (explaining per lesson, an attendee's time per exercise). From these come the plan of the 90 and the
-120-minute day, what to skip when late (with its measured seconds) and each lesson's own time line
+Run All (``data/workshop_timings.json``, written by ``make workshop-timings`` through ``book.measure_lessons``), and
+the minutes stated here (explaining per lesson, an attendee's time per exercise). From these come the plan of the 90
+and the 120-minute day, what to skip when late (with its measured seconds) and each lesson's own time line
 (:func:`write_time_lines`; a test fails when a committed lesson's line differs).
 
 The marks live in the lessons' headings, where the book and an attendee see them: ``## Plots · *homework*``. A
@@ -169,56 +169,77 @@ def skipped_seconds(number: str, titles, notebooks_dir: str | Path = NOTEBOOKS_D
     return [(title, seconds([by_title[title]], number)) for title in titles]
 
 
-def measure(results: str | Path, work_root: str | Path, lessons=("01", "02", "04", "03", "06", "05"),
-            notebooks_dir: str | Path = NOTEBOOKS_DIR) -> dict:
-    """Execute each lesson as an attendee's Run All on the day (parameters as committed, SOLUTIONS off, `make
-    demo`'s results present) and return the seconds of every code cell, by lesson and cell id."""
-    import datetime as dt
-    import os
-    import subprocess
+# ---- on a trn2: the compiles of each lesson ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Trn2Compile:
+    """One run of a lesson on a trn2 with RUN_ON_TRN2 on: the neuronx-cc compiles it triggers with an empty compile
+    cache (graphs per process times processes) and the minutes one compile takes (low, high), with their source."""
 
-    import nbformat
+    lesson: str
+    cell: str
+    run: str
+    graphs: int  # per process: a generate() through a static cache compiles a prefill and a decode graph
+    processes: int  # one per rank when sharded: each rank compiles its own graphs
+    minutes: tuple[float, float]
+    source: str
 
-    from neuronhelpers.ui.book import execute_in_copy
-
-    cells: dict[str, dict[str, float]] = {}
-    for number in lessons:
-        nb = nbformat.read(lesson_path(number, notebooks_dir), as_version=4)
-        if number == "01":  # the lesson's own "../results" is make demo's; the copy runs elsewhere
-            index = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-            injected = nbformat.v4.new_code_cell(f"RESULTS = {str(Path(results).resolve())!r}")
-            injected.metadata["tags"] = ["injected-parameters"]
-            nb.cells.insert(index + 1, injected)
-        execute_in_copy(nb, Path(notebooks_dir), Path(work_root) / number)
-        cells[number] = {}
-        for cell in nb.cells:
-            timing = cell.metadata.get("execution", {})
-            if cell.cell_type == "code" and "iopub.execute_input" in timing and "id" in cell:
-                start = dt.datetime.fromisoformat(timing["iopub.execute_input"].replace("Z", "+00:00"))
-                end = dt.datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00"))
-                cells[number][cell.id] = round((end - start).total_seconds(), 1)
-        print(f"{number}: {sum(cells[number].values()):.0f} s", flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(notebooks_dir).parent,
-                            capture_output=True, text=True).stdout.strip()
-    return {"measured": {"date": dt.date.today().isoformat(), "commit": commit, "cpu_cores": os.cpu_count(),
-                         "how": "python -m neuronhelpers.ui.day --measure: each lesson executed headless as an "
-                                "attendee's Run All (parameters as committed, SOLUTIONS off, make demo's results "
-                                "present, twins and inductor's cache warm)"},
-            "cells": cells}
+    @property
+    def compiles(self) -> int:
+        return self.graphs * self.processes
 
 
-if __name__ == "__main__":
-    import argparse
-    import tempfile
+# The sources of the minutes, said once. No neuronx-cc compile time of a model this small is published, and none was
+# measured here (no trn2 in this project's CI): the twin figures are assumed.
+TWIN_MINUTES = (0.5, 2.0)
+TWIN_SOURCE = ("assumed: no published figure for a tiny graph; AWS says only that a first compile \"can take several "
+               "minutes for large models\" (how-to-optimize-with-torch-compile)")
+REAL_SOURCE = ("assumed from AWS's \"several minutes for large models\" (how-to-optimize-with-torch-compile); not "
+               "measured")
+LARGE_SOURCE = ("AWS's recipe for the 32B Qwen3-VL on a trn2.48xlarge allows 1200 s to compile "
+                "(tutorial-qwen3-vl-32b): the upper figure; the lower is assumed")
+TRN2_COMPILES = (
+    Trn2Compile("01", "load the dataset", "3 demo twins, only where `make demo` left no results", 0, 3, TWIN_MINUTES,
+                "0: `make demo` the day before already swept them (3 twins x 2 graphs otherwise)"),
+    Trn2Compile("02", "run it (cold)", "MODEL tiny/qwen3, one core", 2, 1, TWIN_MINUTES, TWIN_SOURCE),
+    Trn2Compile("02", "a real checkpoint", "REAL_HERE SmolLM2-135M, one core", 2, 1, (2.0, 5.0), REAL_SOURCE),
+    Trn2Compile("02", "on a trn2", "REAL_MODEL Qwen3-0.6B, one core", 2, 1, (2.0, 5.0), REAL_SOURCE),
+    Trn2Compile("02", "other libraries", "all-MiniLM-L6-v2 (one encoder graph) and the diffusion twin (denoiser, "
+                "VAE decoder)", 3, 1, TWIN_MINUTES, TWIN_SOURCE),
+    Trn2Compile("04", "broken runs", "the perturbed twin and the reference run of tiny/llama (load, compile and "
+                "timeout stop before neuronx-cc finishes)", 4, 1, TWIN_MINUTES, TWIN_SOURCE),
+    Trn2Compile("03", "run both", "tiny/llama TP and tiny/qwen3_moe TP+EP over 2 cores", 4, 2, TWIN_MINUTES,
+                TWIN_SOURCE),
+    Trn2Compile("03", "the real Qwen3-30B-A3B", "4 ranks, TP+EP", 2, 4, (5.0, 20.0), LARGE_SOURCE),
+    Trn2Compile("03", "a gated model", "Llama-3.3-70B, 8 ranks (only with access)", 2, 8, (5.0, 20.0), LARGE_SOURCE),
+    Trn2Compile("06", "one architecture, live", "LIVE tiny/qwen3: 02's graphs, from the cache", 0, 1, TWIN_MINUTES,
+                "0: a cache hit of 02's compile"),
+    Trn2Compile("05", "a release sweep", "tiny/qwen2 and tiny/smollm3", 4, 1, TWIN_MINUTES, TWIN_SOURCE),
+)
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--measure", action="store_true", help="execute every lesson and rewrite the timings file")
-    parser.add_argument("--results", default=str(NOTEBOOKS_DIR.parent / "results"), help="make demo's results")
-    args = parser.parse_args()
-    if args.measure:
-        if not Path(args.results, "data").is_dir():
-            raise SystemExit(f"no results in {args.results}: run `make demo` first (the day starts from them)")
-        with tempfile.TemporaryDirectory(prefix="nh-day-") as tmp:
-            measured = measure(args.results, tmp)
-        TIMINGS.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {TIMINGS}")
+
+def trn2_compiles(lesson: str | None = None) -> dict[str, tuple[int, float, float]]:
+    """Per lesson (teaching order): the neuronx-cc compiles its cells trigger on a trn2 with RUN_ON_TRN2 on and an
+    empty compile cache, and the minutes they take, low and high (compiles on different ranks run at once, so a
+    sharded run counts its graphs' minutes once). ``lesson``: that lesson alone. A synced or warm cache (`cache
+    sync`, the day before's `make demo`) turns each of them into a cache hit."""
+    out = {}
+    for number in dict.fromkeys(r.lesson for r in TRN2_COMPILES):  # teaching order, as listed
+        runs = [r for r in TRN2_COMPILES if r.lesson == number]
+        out[number] = (sum(r.compiles for r in runs), sum(r.graphs * r.minutes[0] for r in runs),
+                       sum(r.graphs * r.minutes[1] for r in runs))
+    return {lesson: out[lesson]} if lesson else out
+
+
+def trn2_compiles_markdown() -> str:
+    """The compiles per lesson on a trn2, as a Markdown table, each run with the source of its minutes."""
+    lines = ["| lesson | cell | what compiles | compiles (graphs x processes) | minutes each | source |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for number in dict.fromkeys(r.lesson for r in TRN2_COMPILES):
+        for r in (r for r in TRN2_COMPILES if r.lesson == number):
+            lines.append(f"| {number} | {r.cell} | {r.run} | {r.compiles} ({r.graphs} x {r.processes}) | "
+                         f"{r.minutes[0]:g}-{r.minutes[1]:g} | {r.source} |")
+    total = trn2_compiles()
+    lines.append("| all | | | " + str(sum(n for n, _, _ in total.values())) + " | "
+                 f"{sum(lo for _, lo, _ in total.values()):.0f}-{sum(hi for _, _, hi in total.values()):.0f} "
+                 "min in all | |")
+    return "\n".join(lines)

@@ -152,81 +152,6 @@ PAIR_VARIANT = (
     "(<https://awsdocs-neuron.readthedocs-hosted.com/en/latest/vllm-neuron/docs/tutorials/"
     "tutorial-qwen3-vl-32b.html>): run them the day before, or as homework.")
 
-@dataclass(frozen=True)
-class Trn2Compile:
-    """One run of a lesson on a trn2 with RUN_ON_TRN2 on: the neuronx-cc compiles it triggers with an empty compile
-    cache (graphs per process times processes) and the minutes one compile takes (low, high), with their source."""
-
-    lesson: str
-    cell: str
-    run: str
-    graphs: int  # per process: a generate() through a static cache compiles a prefill and a decode graph
-    processes: int  # one per rank when sharded: each rank compiles its own graphs
-    minutes: tuple[float, float]
-    source: str
-
-    @property
-    def compiles(self) -> int:
-        return self.graphs * self.processes
-
-
-# The sources of the minutes, said once. No neuronx-cc compile time of a model this small is published, and none was
-# measured here (no trn2 in this project's CI): the twin figures are assumed.
-TWIN_MINUTES = (0.5, 2.0)
-TWIN_SOURCE = ("assumed: no published figure for a tiny graph; AWS says only that a first compile \"can take several "
-               "minutes for large models\" (how-to-optimize-with-torch-compile)")
-REAL_SOURCE = ("assumed from AWS's \"several minutes for large models\" (how-to-optimize-with-torch-compile); not "
-               "measured")
-LARGE_SOURCE = ("AWS's recipe for the 32B Qwen3-VL on a trn2.48xlarge allows 1200 s to compile "
-                "(tutorial-qwen3-vl-32b): the upper figure; the lower is assumed")
-TRN2_COMPILES = (
-    Trn2Compile("01", "load the dataset", "3 demo twins, only where `make demo` left no results", 0, 3, TWIN_MINUTES,
-                "0: `make demo` the day before already swept them (3 twins x 2 graphs otherwise)"),
-    Trn2Compile("02", "run it (cold)", "MODEL tiny/qwen3, one core", 2, 1, TWIN_MINUTES, TWIN_SOURCE),
-    Trn2Compile("02", "a real checkpoint", "REAL_HERE SmolLM2-135M, one core", 2, 1, (2.0, 5.0), REAL_SOURCE),
-    Trn2Compile("02", "on a trn2", "REAL_MODEL Qwen3-0.6B, one core", 2, 1, (2.0, 5.0), REAL_SOURCE),
-    Trn2Compile("02", "other libraries", "all-MiniLM-L6-v2 (one encoder graph) and the diffusion twin (denoiser, "
-                "VAE decoder)", 3, 1, TWIN_MINUTES, TWIN_SOURCE),
-    Trn2Compile("04", "broken runs", "the perturbed twin and the reference run of tiny/llama (load, compile and "
-                "timeout stop before neuronx-cc finishes)", 4, 1, TWIN_MINUTES, TWIN_SOURCE),
-    Trn2Compile("03", "run both", "tiny/llama TP and tiny/qwen3_moe TP+EP over 2 cores", 4, 2, TWIN_MINUTES,
-                TWIN_SOURCE),
-    Trn2Compile("03", "the real Qwen3-30B-A3B", "4 ranks, TP+EP", 2, 4, (5.0, 20.0), LARGE_SOURCE),
-    Trn2Compile("03", "a gated model", "Llama-3.3-70B, 8 ranks (only with access)", 2, 8, (5.0, 20.0), LARGE_SOURCE),
-    Trn2Compile("06", "one architecture, live", "LIVE tiny/qwen3: 02's graphs, from the cache", 0, 1, TWIN_MINUTES,
-                "0: a cache hit of 02's compile"),
-    Trn2Compile("05", "a release sweep", "tiny/qwen2 and tiny/smollm3", 4, 1, TWIN_MINUTES, TWIN_SOURCE),
-)
-
-
-def trn2_compiles(lesson: str | None = None) -> dict[str, tuple[int, float, float]]:
-    """Per lesson (teaching order): the neuronx-cc compiles its cells trigger on a trn2 with RUN_ON_TRN2 on and an
-    empty compile cache, and the minutes they take, low and high (compiles on different ranks run at once, so a
-    sharded run counts its graphs' minutes once). ``lesson``: that lesson alone. A synced or warm cache (`cache
-    sync`, the day before's `make demo`) turns each of them into a cache hit."""
-    out = {}
-    for number in LESSON_ORDER[1:]:
-        runs = [r for r in TRN2_COMPILES if r.lesson == number]
-        out[number] = (sum(r.compiles for r in runs), sum(r.graphs * r.minutes[0] for r in runs),
-                       sum(r.graphs * r.minutes[1] for r in runs))
-    return {lesson: out[lesson]} if lesson else out
-
-
-def trn2_compiles_markdown() -> str:
-    """The compiles per lesson on a trn2, as a Markdown table, each run with the source of its minutes."""
-    lines = ["| lesson | cell | what compiles | compiles (graphs x processes) | minutes each | source |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for number in LESSON_ORDER[1:]:
-        for r in (r for r in TRN2_COMPILES if r.lesson == number):
-            lines.append(f"| {number} | {r.cell} | {r.run} | {r.compiles} ({r.graphs} x {r.processes}) | "
-                         f"{r.minutes[0]:g}-{r.minutes[1]:g} | {r.source} |")
-    total = trn2_compiles()
-    lines.append("| all | | | " + str(sum(n for n, _, _ in total.values())) + " | "
-                 f"{sum(lo for _, lo, _ in total.values()):.0f}-{sum(hi for _, _, hi in total.values()):.0f} "
-                 "min in all | |")
-    return "\n".join(lines)
-
-
 # Every term the notebooks use before or without defining it, defined once (the start page shows them).
 GLOSSARY = {
     "twin": "a real architecture's code with shrunk dimensions and random weights, built locally (`tiny/qwen3`); it "
@@ -491,7 +416,7 @@ def start_page():
                           "cache, each lesson's cells start these neuronx-cc compiles (none was timed here: no trn2 "
                           "in this project's CI; each figure says its source). A synced or warm cache (`cache sync` "
                           "and `make demo` the day before) turns the twins' compiles into cache hits; the real "
-                          "models are what does not fit a 90-minute day.\n\n" + trn2_compiles_markdown()),
+                          "models are what does not fit a 90-minute day.\n\n" + day.trn2_compiles_markdown()),
         new_markdown_cell(f"## The {DAYS[1]}-minute day\nThe same lessons with the exercises marked "
                           f"*{day.IN_CLASS_LONG}* done live and two more minutes to explain each: "
                           f"{slack_minutes(DAYS[1])} minutes are slack.\n\n" + plan_markdown(DAYS[1])),
