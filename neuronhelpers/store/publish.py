@@ -63,6 +63,11 @@ def _hashes(data: bytes) -> set[str]:
     return {hashlib.sha256(data).hexdigest(), blob}
 
 
+def _changed_paths(files: dict[str, bytes], remote: dict[str, set[str]]) -> list[str]:
+    """The files whose bytes the dataset (its listing: path -> hashes) does not hold already."""
+    return [p for p, data in files.items() if not (_hashes(data) & remote.get(p, set()))]
+
+
 def remote_hashes(api, repo_id: str, revision: str | None = None) -> dict[str, set[str]]:
     """A dataset repo's files (path -> the hashes it is known by), at ``revision``; empty where it does not exist."""
     from huggingface_hub.errors import RepositoryNotFoundError
@@ -212,7 +217,7 @@ def _commit(api, repo_id: str, files: dict[str, bytes], message: str, *, dry_run
                 raise UserError(f"the Hub cannot be reached ({type(exc).__name__}): nothing was uploaded; "
                                 "retry where there is network (and unset HF_HUB_OFFLINE)") from None
             remote, plan.note = {}, "the Hub cannot be reached from here: every file is listed"
-        plan.changed = [p for p, data in files.items() if not (_hashes(data) & remote.get(p, set()))]
+        plan.changed = _changed_paths(files, remote)
         plan.unchanged = [p for p in files if p not in plan.changed]
         if dry_run or not plan.changed:
             return plan
@@ -453,7 +458,7 @@ def contribute(rows, repo_id: str, *, dry_run: bool = False, api=None, against: 
         plan = _commit(api, repo_id, files, f"Contribute results: {models}"[:200], dry_run=dry_run, create_pr=True,
                        max_attempts=1, listed=listed)
     else:
-        changed = [p for p, data in files.items() if not (_hashes(data) & listed.get(p, set()))]
+        changed = _changed_paths(files, listed)
         plan = PublishPlan(repo_id, changed, [p for p in listed if p not in changed], note=_join_notes(
             f"against the local copy {against}: nothing was sent",
             "the example's Trainium row(s), made up, not measurements: shown to say what a pull request would "

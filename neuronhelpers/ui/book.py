@@ -12,7 +12,7 @@ from neuronhelpers.core.errors import UserError
 from neuronhelpers.ui import day
 from neuronhelpers.ui.workshop import lesson_paths
 
-NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOKS_DIR = day.NOTEBOOKS_DIR
 DROPPED_TAG = "injected-parameters"  # papermill's test paths: the test's, not the lesson's
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -210,7 +210,7 @@ def execute_notebook(source: Path, target: Path, *, timeout: int = 900) -> None:
 
 
 def measure_lessons(results: str | Path, work_root: str | Path, lessons=("01", "02", "04", "03", "06", "05"),
-                   notebooks_dir: str | Path = day.NOTEBOOKS_DIR) -> dict:
+                   notebooks_dir: str | Path = NOTEBOOKS_DIR) -> dict:
     """Execute each lesson as an attendee's Run All on the day (parameters as committed, SOLUTIONS off, `make
     demo`'s results present) and return the seconds of every code cell, by lesson and cell id."""
     import datetime as dt
@@ -225,7 +225,7 @@ def measure_lessons(results: str | Path, work_root: str | Path, lessons=("01", "
         if number == "01":  # the lesson's own "../results" is make demo's; the copy runs elsewhere
             index = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
             injected = nbformat.v4.new_code_cell(f"RESULTS = {str(Path(results).resolve())!r}")
-            injected.metadata["tags"] = ["injected-parameters"]
+            injected.metadata["tags"] = [DROPPED_TAG]
             nb.cells.insert(index + 1, injected)
         execute_in_copy(nb, Path(notebooks_dir), Path(work_root) / number)
         cells[number] = {}

@@ -15,6 +15,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
@@ -27,9 +28,9 @@ MARKS = (IN_CLASS, IN_CLASS_LONG, HOMEWORK)
 DAYS = (90, 120)
 _MARK = re.compile(r"\s+·\s+\*(" + "|".join(re.escape(m) for m in MARKS) + r")\*\s*$")
 _EXERCISE = re.compile(r"^### Exercise (\d+)\b")
-# Headings of a lesson's frame, not of a part that is taught or left: never marked.
 # What explaining a section takes at least: its Markdown said aloud at a presenter's pace (about 130 words a minute).
 SPOKEN_WORDS_PER_MIN = 130
+# Headings of a lesson's frame, not of a part that is taught or left: never marked.
 FRAME = ("Overview", "Prerequisites", "Exercises", "Summary", "What's next")
 
 # An attendee's minutes per exercise: the upper end of a tester session's estimate, from its own run-through working
@@ -47,7 +48,7 @@ class Section:
     """A marked heading of a lesson and the code cells under it (their ids), up to the next heading of its level."""
 
     title: str
-    mark: str
+    mark: str | None  # None: a heading left unmarked (``unmarked`` names them)
     code_cells: tuple[str, ...]
     exercise: int | None = None  # its number, for an "### Exercise N" heading
     words: int = 0  # of its Markdown: what explaining it has to cover
@@ -105,6 +106,7 @@ def unmarked(number: str, notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[str
 
 
 # ---- measured seconds --------------------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
 def timings() -> dict:
     """The committed measurement: {"measured": {...how...}, "cells": {lesson: {cell id: seconds}}}."""
     return json.loads(TIMINGS.read_text())

@@ -206,13 +206,12 @@ def _read_a_live_fail(row=None) -> dict:
     this environment's pair, else (no such row: a trn2 reading the inductor catalog) a run of the model here."""
     if row is not None:
         return {k: row[k] for k in LIVE_FAIL_KEYS}
-    from neuronhelpers.store.dataset import select_pair
+    from neuronhelpers.store.dataset import newest_per_model, select_pair
 
     here, _ = select_pair(_catalog(), "current")
-    found = here[here.model_id == LIVE_FAIL_MODEL]
+    found = newest_per_model(here[here.model_id == LIVE_FAIL_MODEL])
     if len(found):
-        newest = found.sort_values("timestamp", na_position="first", kind="stable").iloc[-1]
-        return {k: newest[k] for k in LIVE_FAIL_KEYS}
+        return {k: found.iloc[0][k] for k in LIVE_FAIL_KEYS}
     return dict(zip(LIVE_FAIL_KEYS, _live_fail_run(LIVE_FAIL_MODEL), strict=True))
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from neuronhelpers.core.vocab import EXACT, EXCLUDED, NEAR_TIE, UNTESTED
 from neuronhelpers.ui import day
 
-NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOKS_DIR = day.NOTEBOOKS_DIR
 START_PAGE = "00_start_here"
 
 # The lessons by number, in teaching order: the concepts 04 defines (the verdict, evidence) come before 03's
@@ -67,10 +67,10 @@ DAYS = day.DAYS
 WORKSHOP_MINUTES = DAYS[0]
 
 
-def plan(minutes: int = WORKSHOP_MINUTES) -> list[day.LessonPlan]:
-    """Each part of the day worked out for a day of ``minutes`` (90 or 120)."""
+def plan(minutes: int = WORKSHOP_MINUTES, notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[day.LessonPlan]:
+    """Each part of the day worked out for a day of ``minutes`` (90 or 120), from the lessons in ``notebooks_dir``."""
     which = DAYS.index(minutes)
-    return [day.lesson_plan(part.number, minutes, part.explain_min[which]) if part.number != "00" else
+    return [day.lesson_plan(part.number, minutes, part.explain_min[which], notebooks_dir) if part.number != "00" else
             day.LessonPlan("00", minutes, 0, (), 0, part.explain_min[which], 0, (), 0, 0) for part in PLAN]
 
 
@@ -112,9 +112,11 @@ def homework_markdown() -> str:
     return "\n".join(lines)
 
 
-def time_line(number: str) -> str:
-    """A lesson's own "| Time |" line, from the plan: its minutes on both days and what is left for home."""
-    short, long = (next(p for p in plan(m) if p.number == number) for m in DAYS)
+def time_line(number: str, plans: dict[int, list[day.LessonPlan]] | None = None) -> str:
+    """A lesson's own "| Time |" line, from the plan: its minutes on both days and what is left for home (``plans``:
+    both days' plans, when the caller worked them out already)."""
+    plans = plans or {m: plan(m) for m in DAYS}
+    short, long = (next(p for p in plans[m] if p.number == number) for m in DAYS)
     return (f"| Time | {short.minutes} minutes of the {DAYS[0]}-minute day ({short.run_s:.0f} s of cells, "
             f"{short.exercise_min} of exercises: {_exercises(short.exercises)}, {short.explain_min} of explaining); "
             f"{long.minutes} of the {DAYS[1]}-minute day ({_exercises(long.exercises)}); homework about "
@@ -125,6 +127,7 @@ def write_time_lines(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[Path]:
     """Rewrite each lesson's "| Time |" line from the plan (the lessons' own line is never written by hand)."""
     import nbformat
 
+    plans = {m: plan(m, notebooks_dir) for m in DAYS}  # worked out once, from these lessons' own marks
     written = []
     for path in lesson_paths(notebooks_dir):
         number = path.stem[:2]
@@ -132,7 +135,7 @@ def write_time_lines(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[Path]:
             continue
         nb = nbformat.read(path, as_version=4)
         first = nb.cells[0]
-        source = re.sub(r"^\| Time \|.*$", time_line(number), first.source, count=1, flags=re.M)
+        source = re.sub(r"^\| Time \|.*$", time_line(number, plans), first.source, count=1, flags=re.M)
         if source != first.source:
             first.source = source
             nbformat.write(nb, path)
