@@ -81,7 +81,7 @@ def test_every_corpus_file_is_the_copy_its_source_names():
             assert record.get("note"), f"{model_id}: no config and no note saying why"
         for name, source in record["files"].items():
             assert sha256((folder / name).read_bytes()) == source["sha256"], f"{model_id}/{name} changed"
-            assert source["form"] in ("json file", "json string", "python literal", "package file"), source
+            assert source["form"] in ("json file", "json string", "python literal", "package file", "hub page"), source
             if source["form"] == "package file":
                 assert re.fullmatch(r"[\w.-]+==[\w.+-]+", source["package"]), source
             else:

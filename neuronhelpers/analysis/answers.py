@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from packaging.version import InvalidVersion, Version
 
+import neuronhelpers.twins.corpus as corpus
 from neuronhelpers.analysis.agreement import model_twin_rows
 from neuronhelpers.core.vocab import (
     ANSWER_ARCHITECTURE_TWIN,
@@ -22,36 +24,64 @@ from neuronhelpers.core.vocab import (
     ANSWER_TRAINIUM,
     FAIL,
     PASS,
-    UNTESTED,
 )
 from neuronhelpers.store.dataset import newest_per_model
 from neuronhelpers.store.schema import measured_on_trainium
 from neuronhelpers.twins.corpus import model_id_of
+from neuronhelpers.twins.own import GENERATION_CONFIG
 from neuronhelpers.twins.specs import TWIN_PREFIX
+from neuronhelpers.verdict.evidence import verdict_words
 
 # Where ``causes --isolate`` records which config field turns a model's verdict (in the dataset folder).
 ISOLATED_FILE = "own_config_fields.json"
 NOT_ISOLATED = "not isolated"
 
 
+# The columns that say which version pair a row belongs to, and those an answer reads.
+PAIR_COLUMNS = ["compiler", "compiler_version", "library", "library_version"]
+_ANSWER_COLUMNS = ["model_id", "task", "twin_of", "result", "stage", "cause", "verification", "check_sensitive",
+                   "config_source", "config_form", "config_id_inferred", "config_corroboration", *PAIR_COLUMNS]
+# How a corpus copy was written, in words (corpus SOURCE.json's "form").
+_FORM_WORDS = {"json file": "copied as a JSON file", "python literal": "re-serialized from a Python literal",
+               "json string": "copied from a JSON string inside another file",
+               "package file": "a registry package's file", "hub page": "the Hub's own page of the file"}
+
+
 @dataclass(frozen=True)
 class Answer:
-    """One answer: where it comes from (``kind``: vocab.ANSWER_*), the row's model id and its verdict."""
+    """One answer: where it comes from (``kind``: vocab.ANSWER_*), the row's model id and its verdict, the version
+    pair that row belongs to, where a model twin's config came from (``source``), what the verdict rests on that the
+    twin could not check (``caveat``), and for a model twin its architecture twin's answer in the same pair."""
 
     kind: str
     model_id: str
     result: str
     stage: str | None = None
     cause: str | None = None
+    pair: str | None = None
+    verification: str | None = None
+    check_sensitive: bool | None = None
+    source: str | None = None
+    caveat: str | None = None
+    architecture: Answer | None = None
+
+    @property
+    def verdict(self) -> str:
+        """'PASS (exact, the check could fail)', 'FAIL at compile', 'UNTESTED (twin)' (evidence.verdict_words)."""
+        return verdict_words(self.result, self.stage, self.verification, self.check_sensitive)
 
     def line(self) -> str:
-        """'model twin tiny/microsoft--Phi-3.5-mini-instruct: FAIL at compile: <cause>'."""
-        text = f"{self.kind} {self.model_id}: " if self.kind != ANSWER_TRAINIUM else f"{self.kind}: "
-        text += f"{UNTESTED} ({self.stage})" if self.result == UNTESTED and self.stage else str(self.result)
-        if self.result == FAIL and self.stage:
-            text += f" at {self.stage}"
+        """'model twin tiny/microsoft--Phi-3.5-mini-instruct (inductor 2.14.1, transformers 5.24.0): FAIL at compile:
+        <cause>; from a copy of its config (...); architecture twin tiny/phi3 in the same pair: PASS (...)'."""
+        text = f"{self.kind} {self.model_id}" if self.kind != ANSWER_TRAINIUM else self.kind
+        text += (f" ({self.pair}): " if self.pair else ": ") + self.verdict
         if self.result != PASS and self.cause:
             text += f": {self.cause}"
+        for extra in (self.source, self.caveat):
+            if extra:
+                text += f"; {extra}"
+        if self.architecture is not None:
+            text += f"; architecture twin {self.architecture.model_id} in the same pair: {self.architecture.verdict}"
         return text
 
 
@@ -65,19 +95,91 @@ def hub_id_of_twin(model_id: str) -> str | None:
         model_id.startswith(TWIN_PREFIX) else None
 
 
+def pair_words(record) -> str | None:
+    """'inductor 2.14.1, transformers 5.24.0': the version pair a row belongs to."""
+    compiler, version, library, library_version = (getattr(record, c, None) for c in PAIR_COLUMNS)
+    if not isinstance(version, str) or not isinstance(library_version, str):
+        return None
+    return f"{compiler or 'compiler'} {version}, {library or 'library'} {library_version}"
+
+
+def source_words(record) -> str | None:
+    """Where a model twin's config came from, in words: 'its own twin, from a copy of its config (GitHub
+    org/repo@abc1234, re-serialized from a Python literal; the Hub id inferred from a name; not checked against the
+    Hub; single copy: ...)'; None for a row without a config source (an architecture twin, an older row)."""
+    source = _text(getattr(record, "config_source", None))
+    if source is None:
+        return None
+    kind, _, where = source.partition(":")
+    parts = []
+    if kind == "github":
+        parts.append(f"GitHub {where.split(':', 1)[0]}")
+    elif kind == "package":
+        parts.append(f"the package {where.split(':', 1)[0]}")
+    form = _FORM_WORDS.get(_text(getattr(record, "config_form", None)) or "")
+    if form and kind not in ("hub", "folder", "shelf"):
+        parts.append(form)
+    if getattr(record, "config_id_inferred", None) is True:
+        parts.append("the Hub id inferred from a file, folder or variable name")
+    if kind in ("hub", "folder", "shelf"):
+        what = {"hub": "the Hub", "folder": "the folder", "shelf": "the shelf's real checkpoint"}[kind]
+        return f"its own twin, from its config as {what} has it ({where})"
+    parts.append("not checked against the Hub")
+    corroboration = _text(getattr(record, "config_corroboration", None))
+    if corroboration:
+        parts.append(corroboration)
+    return f"its own twin, from a copy of its config ({'; '.join(parts)})"
+
+
+def generation_caveat(hub_id: str | None, cause: str | None) -> str | None:
+    """A FAIL that rests on ``use_cache: false`` in config.json, where generate() reads use_cache from the
+    checkpoint's generation_config.json and the corpus holds no copy of this model's: the answer says so."""
+    if not hub_id or not cause or "use_cache: false" not in cause:
+        return None
+    record = corpus.records().get(hub_id) or {}
+    if GENERATION_CONFIG in record.get("files", {}):
+        return None
+    return (f"this FAIL rests on use_cache: false in config.json; generate() reads use_cache from the checkpoint's "
+            f"{GENERATION_CONFIG}, of which no copy was found: it holds only if that file sets it too")
+
+
+def _pair_order(frame: pd.DataFrame) -> list[tuple]:
+    """The (compiler version, library version, library, compiler) pairs of ``frame``, newest first."""
+    def key(value):
+        try:
+            return (1, Version(str(value).split("+")[0]))
+        except InvalidVersion:
+            return (0, Version("0"))
+
+    pairs = {tuple(r) for r in frame[["compiler_version", "library_version", "library", "compiler"]].itertuples(
+        index=False)}
+    return sorted(pairs, key=lambda p: (key(p[0]), key(p[1]), str(p[2]), str(p[3])), reverse=True)
+
+
 class Answers:
-    """The answers ``rows`` give (one version pair's rows, or any rows: each model's newest is read)."""
+    """The answers ``rows`` give (any rows: one version pair's or a whole catalog's). The rule, the same for every
+    interface: a Trainium row if there is one; else the model's own twin in the newest pair that holds it, beside the
+    architecture twin of that same pair; else the architecture twin of the newest pair that holds it. Each answer names
+    its pair."""
 
     def __init__(self, rows: pd.DataFrame):
         rows = rows if not rows.empty else rows.iloc[0:0]
-        twins = rows[rows["twin_of"].notna()] if "twin_of" in rows else rows.iloc[0:0]
-        own = model_twin_rows(twins)
-        self.by_task, self.by_type, self.by_model = {}, {}, {}
-        columns = ["model_id", "task", "twin_of", "result", "stage", "cause"]
-        for record in newest_per_model(twins[~own])[columns].itertuples(index=False):
+        rows = rows.assign(**{c: None for c in _ANSWER_COLUMNS if c not in rows})
+        twins = rows[rows["twin_of"].notna()]
+        self.by_task, self.by_type, self.by_model = {}, {}, {}  # the newest pair's record of each
+        self._arch_in_pair: dict[tuple, object] = {}
+        newest = newest_per_model(twins, key=["model_id", *PAIR_COLUMNS]) if not twins.empty else twins
+        order = {pair: rank for rank, pair in enumerate(_pair_order(newest))} if not newest.empty else {}
+        ranked = newest.assign(pair_rank=[order[tuple(p)] for p in newest[
+            ["compiler_version", "library_version", "library", "compiler"]].itertuples(index=False)])
+        ranked = ranked.sort_values("pair_rank", ascending=False, kind="stable")  # oldest first: the newest overwrites
+        is_own = model_twin_rows(ranked)
+        for record in ranked[~is_own][[*_ANSWER_COLUMNS, "pair_rank"]].itertuples(index=False):
             self.by_task[(record.task, record.twin_of)] = record
-            self.by_type.setdefault(record.twin_of, record)
-        for record in newest_per_model(twins[own])[columns].itertuples(index=False):
+            self.by_type[record.twin_of] = record
+            self._arch_in_pair[(record.pair_rank, record.task, record.twin_of)] = record
+            self._arch_in_pair.setdefault((record.pair_rank, None, record.twin_of), record)
+        for record in ranked[is_own][[*_ANSWER_COLUMNS, "pair_rank"]].itertuples(index=False):
             hub_id = hub_id_of_twin(record.model_id)
             if hub_id:
                 self.by_model[hub_id] = record
@@ -86,20 +188,34 @@ class Answers:
             weights = rows["weights"] if "weights" in rows else [None] * len(rows)
             mask = [measured_on_trainium(b, w, m) for b, w, m in zip(rows["backend"], weights, rows["model_id"],
                                                                      strict=True)]
-            for record in newest_per_model(rows[mask])[columns].itertuples(index=False):
+            for record in newest_per_model(rows[mask])[_ANSWER_COLUMNS].itertuples(index=False):
                 self.trainium[record.model_id] = record
 
     @staticmethod
-    def _answer(kind: str, record) -> Answer:
-        return Answer(kind, record.model_id, record.result, _text(record.stage), _text(record.cause))
+    def _answer(kind: str, record, **extra) -> Answer:
+        sensitive = getattr(record, "check_sensitive", None)
+        return Answer(kind, record.model_id, record.result, _text(record.stage), _text(record.cause),
+                      pair=pair_words(record), verification=_text(getattr(record, "verification", None)),
+                      check_sensitive=sensitive if isinstance(sensitive, bool) else None, **extra)
+
+    def _architecture(self, model_type, task, rank=None):
+        if rank is not None:
+            return self._arch_in_pair.get((rank, task, model_type)) or self._arch_in_pair.get((rank, None, model_type))
+        return self.by_task.get((task, model_type)) or self.by_type.get(model_type)
 
     def twin_answer(self, model_id: str | None, model_type=None, task=None) -> Answer | None:
-        """The model's own twin's verdict, else its architecture twin's (None when neither has a row)."""
+        """The model's own twin's verdict (newest pair holding it, with that pair's architecture twin beside it), else
+        its architecture twin's (None when neither has a row)."""
         if model_id in self.by_model:
-            return self._answer(ANSWER_MODEL_TWIN, self.by_model[model_id])
+            record = self.by_model[model_id]
+            arch = self._architecture(record.twin_of, record.task, record.pair_rank)
+            return self._answer(ANSWER_MODEL_TWIN, record, source=source_words(record),
+                                caveat=generation_caveat(model_id, _text(record.cause)) if record.result == FAIL
+                                else None,
+                                architecture=self._answer(ANSWER_ARCHITECTURE_TWIN, arch) if arch is not None else None)
         if not isinstance(model_type, str) or not model_type:
             return None
-        twin = self.by_task.get((task, model_type)) or self.by_type.get(model_type)
+        twin = self._architecture(model_type, task)
         return self._answer(ANSWER_ARCHITECTURE_TWIN, twin) if twin is not None else None
 
     def answer(self, model_id: str, model_type=None, task=None) -> Answer | None:

@@ -10,7 +10,7 @@ import json
 import sys
 
 from neuronhelpers.cli.commands_run import json_default
-from neuronhelpers.core import settings, vocab
+from neuronhelpers.core import settings
 from neuronhelpers.core.errors import UserError, first_line
 
 
@@ -57,7 +57,7 @@ def cmd_causes(args) -> int:
     checkpoints, and against the verdicts measured on Trainium."""
     from neuronhelpers.analysis.agreement import agreement_line, twin_agreement
     from neuronhelpers.analysis.answers import own_config_effects, own_config_line, read_isolated
-    from neuronhelpers.analysis.causes import rank_causes, untested_reasons
+    from neuronhelpers.analysis.causes import rank_causes, untested_reasons, verdict_counts_line
     from neuronhelpers.analysis.declared import declared_vs_measured, disagreement_line
     from neuronhelpers.store.dataset import load_results, select_pair
 
@@ -84,15 +84,15 @@ def cmd_causes(args) -> int:
                           "own_config": effects.to_dict("records"), "own_config_line": own_config_line(effects)},
                          default=json_default))
         return 0
-    tested = df[df.result.isin([vocab.PASS, vocab.FAIL])]
     print(f"{args.results} ({'compiler ' + pair[0] + ', library ' + pair[1] if pair else 'all rows'}): "
-          f"{len(tested)} verdicts ({(tested.result == vocab.PASS).sum()} PASS, "
-          f"{(tested.result == vocab.FAIL).sum()} FAIL), {(df.result == vocab.UNTESTED).sum()} untested")
+          + verdict_counts_line(df))
     print(f"Real checkpoints: {agreement_line(agreement)}")
     print(f"Trainium: {trainium_line}")
     print(f"Declared vs measured: {disagreement_line(declared)}")
     print(f"Own configs: {own_config_line(effects)}")
-    _print_ranked("FAIL causes", failing, args.top)
+    compiler = ~failing["not_the_compiler"].astype(bool)
+    _print_ranked("FAIL causes", failing[compiler], args.top)
+    _print_ranked("FAIL causes shown on CPU with nothing compiled (not the compiler)", failing[~compiler], args.top)
     _print_ranked("UNTESTED reasons", untested, args.top)
     return 0
 

@@ -44,14 +44,15 @@ def cmd_run(args) -> int:
 
 
 def answer_line(model_id: str, results: str) -> str | None:
-    """The answer for a Hub id in a results folder's rows of this environment's pair (analysis/answers.py): its
-    Trainium row, else its own twin's verdict, else its architecture twin's; None without a folder or an answer."""
+    """The answer for a Hub id in a results folder (analysis/answers.py, the rule every interface uses): its Trainium
+    row, else its own twin's verdict in the newest pair holding it, else its architecture twin's; None without a
+    folder or an answer."""
     import os
     import warnings
 
     from neuronhelpers.analysis.answers import Answers
     from neuronhelpers.models.known import known_architectures
-    from neuronhelpers.store.dataset import DatasetWarning, load_results, select_pair
+    from neuronhelpers.store.dataset import DatasetWarning, load_results
 
     if not os.path.isdir(results):
         return None
@@ -59,8 +60,7 @@ def answer_line(model_id: str, results: str) -> str | None:
         warnings.simplefilter("ignore", DatasetWarning)
         rows = load_results(results)
     task, model_type = known_architectures().get(model_id, (None, None))
-    current = select_pair(rows, "current")[0] if not rows.empty else rows
-    found = Answers(current).answer(model_id, model_type, task) or Answers(rows).answer(model_id, model_type, task)
+    found = Answers(rows).answer(model_id, model_type, task)  # the one rule: the newest pair holding its own twin
     return f"answer in {results}/: {found.line()}" if found else None
 
 
@@ -72,11 +72,45 @@ def cmd_plan(args) -> int:
     answer = answer_line(args.model, args.results) if not args.twin else None
     if answer:
         print(answer)
-    ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code, twin=args.twin)
     backend = get_backend(args.backend)
+    try:
+        ref = resolve_model(args.model, trust_remote_code=args.trust_remote_code, twin=args.twin)
+    except UserError:
+        planned = None if args.twin else _corpus_plan(args.model, backend, args)
+        if planned is None:
+            raise
+        print(planned)
+        return 0
     print(f"{ref.model_id} on {backend.name}:")
     print(plan_model(ref, backend, dtype=args.dtype, cores=args.cores).describe())
     return 0
+
+
+def _corpus_plan(model_id: str, backend, args) -> str | None:
+    """Offline, a Hub model not at hand whose config the package's corpus holds: its plan from that config (parameters
+    counted without weights), saying so; None where the corpus holds none."""
+    import tempfile
+    from pathlib import Path
+
+    import transformers
+
+    from neuronhelpers.plan.cores import config_plan
+    from neuronhelpers.twins import corpus
+    from neuronhelpers.twins.own import model_task
+
+    files = corpus.corpus_files(model_id)
+    if files is None or "model_index.json" in files:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "config.json").write_bytes(files["config.json"])
+        config = transformers.AutoConfig.from_pretrained(folder)
+    text = {name: data.decode() for name, data in files.items()}
+    task = corpus.corpus_task(model_id) or model_task(json.loads(text["config.json"]), text)
+    where = (corpus.provenance(model_id) or {}).get("config_source") or "the corpus"
+    plan = config_plan(config, task, backend, dtype=args.dtype, cores=args.cores,
+                       where=f"the copy of its config the package holds ({where})")
+    return (f"{model_id} on {backend.name} (not at hand offline: planned from its config alone, no weights read; "
+            f"the cores hold the weights the config describes):\n{plan.describe()}")
 
 
 def cmd_render(args) -> int:
@@ -125,6 +159,7 @@ def _summarise(models: list[str], rows: list[dict], args, backend, include_exclu
 
     from neuronhelpers.store.dataset import DatasetWarning, load_results, select_pair
     from neuronhelpers.sweep.local import excluded_rows, summary_frame
+    from neuronhelpers.verdict.evidence import could_not_fail
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DatasetWarning)
@@ -137,6 +172,10 @@ def _summarise(models: list[str], rows: list[dict], args, backend, include_exclu
     shown = select_pair(shown, "current", backend)[0].sort_values("model_id")
     print(summary_frame(shown).to_string(index=False))
     counts = shown.result.value_counts().to_dict()
+    could_not = sum(could_not_fail(r, e) for r, e in zip(shown["result"], shown["evidence"], strict=True))
+    if could_not:  # PASS counts only checks that could fail; the others are said apart
+        counts[vocab.PASS] -= could_not
+        counts["PASS whose check could not have failed"] = could_not
     print(f"{len(rows)} run now, {len(shown)} recorded: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     print(f"Next: the rows are in {args.out}/data/ (pandas: pd.read_parquet('{args.out}/data')); "
           f"`neuronhelpers run MODEL --json` for one model; `neuronhelpers render MODEL` for its run.py.")

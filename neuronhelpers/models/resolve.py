@@ -26,6 +26,7 @@ from neuronhelpers.core.vocab import (
 )
 from neuronhelpers.models.shelf import shelved
 from neuronhelpers.twins import build
+from neuronhelpers.twins.corpus import PROVENANCE_KEYS
 from neuronhelpers.twins.specs import pipeline_family
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer_config.json")
@@ -46,6 +47,7 @@ class ModelRef:
     twin_from: str | None = None  # a model twin's: the Hub id or folder whose own config built it (twins/own.py)
     config_digest: str | None = None  # ... that config's sha256
     config_changes: str | None = None  # ... and the fields the shrink changed
+    config_source: tuple | None = None  # ... and where it came from: (column, value) pairs (corpus.PROVENANCE_KEYS)
 
     @property
     def is_twin(self) -> bool:
@@ -134,7 +136,9 @@ def _twin_ref(spec) -> ModelRef:
     record = json.loads((path / "TWIN.json").read_text())
     return ModelRef(spec.model_id, str(path), spec.task, spec.model_type, twin_of=spec.model_type,
                     weights=TWIN_WEIGHTS, revision=files_digest(path), twin_from=record.get("twin_from"),
-                    config_digest=record.get("config_digest"), config_changes=record.get("config_changes"))
+                    config_digest=record.get("config_digest"), config_changes=record.get("config_changes"),
+                    config_source=tuple((key, record.get(key)) for key in PROVENANCE_KEYS)
+                    if record.get("twin_from") else None)
 
 
 def _hub_snapshot(repo_id: str) -> Path:

@@ -206,6 +206,33 @@ def hub_parameters(repo_id: str) -> int | None:
         return None
 
 
+def meta_parameters(config, task: str) -> int | None:
+    """The exact parameter count of a config's model, counted on the meta device (no weights read or allocated);
+    None where the class cannot be built so (then ``estimate_parameters`` answers)."""
+    import torch
+    import transformers
+
+    auto = transformers.AutoModelForImageTextToText if task == "image-text-to-text" else \
+        transformers.AutoModelForCausalLM
+    try:
+        with torch.device("meta"):
+            model = auto.from_config(config)
+    except Exception:  # noqa: BLE001 - a class that needs more than its config: the estimate answers
+        return None
+    return sum(p.numel() for p in model.parameters())
+
+
+def config_plan(config, task: str, backend: Backend, *, dtype: str | None = None, cores: int | None = None,
+                where: str = "a config") -> Plan:
+    """Plan a model from its config alone (offline, no weights at hand): parameters counted on the meta device, else
+    estimated, and the plan says so."""
+    counted = meta_parameters(config, task)
+    parameters, source = (counted, f"counted from {where} without weights") if counted else \
+        (estimate_parameters(config), f"estimated from {where}")
+    return plan_cores(config, parameters, dtype=dtype or backend.dtype, core_memory=core_bytes(backend),
+                      cores=cores, source=source)
+
+
 def parameters_of(path: str, config) -> tuple[int, str]:
     """(parameter count, where it came from) for a checkpoint path or Hub id."""
     if os.path.isdir(path):

@@ -33,7 +33,7 @@ from neuronhelpers.twins import build
 from neuronhelpers.twins.own import own_of
 from neuronhelpers.verdict.classify import classify_failure
 from neuronhelpers.verdict.declared import declared_fullgraph
-from neuronhelpers.verdict.evidence import eager_columns, evidence_level, speedup
+from neuronhelpers.verdict.evidence import eager_columns, evidence_level, speedup, verdict_words
 from neuronhelpers.verdict.verify import check_sensitivity, verify_outputs
 
 MEASURING = "neuronhelpers.run.measure"  # the module that runs a rendered run.py with the measuring around it
@@ -67,7 +67,7 @@ class PlannedRun:
             model_id=self.ref.model_id, task=self.ref.task, model_type=self.ref.model_type, twin_of=self.ref.twin_of,
             twin_from=self.ref.twin_from, config_digest=self.ref.config_digest,
             config_changes=self.ref.config_changes, weights=self.ref.weights, revision=self.ref.revision,
-            **versions.version_columns(self.backend, self.library),
+            **dict(self.ref.config_source or ()), **versions.version_columns(self.backend, self.library),
             neuron_cores=None if self.plan.excluded else self.plan.cores,
             parallelism=None if self.plan.excluded else self.plan.parallelism,
             parameters=self.plan.parameters, dtype=self.params["dtype"],
@@ -124,7 +124,7 @@ def prepare_run(model: str | ModelRef, *, backend: str | Backend | None = None, 
     except build.TwinUnavailable as exc:
         library = vocab.LIBRARY_FOR_TASK.get(exc.spec.task, vocab.TRANSFORMERS)
         own = own_of(exc.spec) or {}  # a model twin's: whose config it was built from
-        columns = {"twin_from": own.get("twin_from"), "config_digest": own.get("digest")}
+        columns = {"twin_from": own.get("twin_from"), "config_digest": own.get("digest"), **(own.get("source") or {})}
         if exc.stage == EXCLUDED:  # no twin was written for it: deliberately not run (vocab.UNTESTED_TWIN's rule)
             return schema.new_row(model_id=exc.spec.model_id, task=exc.spec.task, model_type=exc.spec.model_type,
                                   twin_of=exc.spec.model_type, weights=TWIN_WEIGHTS, result=EXCLUDED, error=exc.reason,
@@ -205,7 +205,36 @@ def _verified_row(planned: PlannedRun, run: _RunFolder, checks: _Checks) -> dict
         return row
     row.update(verify_outputs(planned.params, device.payload, reference.payload))
     row.update(check_sensitivity(planned.params, device.payload.get("perturbed"), reference.payload))
+    if row["result"] == FAIL and row["stage"] == vocab.STAGE_MISMATCH and row.get("tokens") is not None:
+        row.update(static_cache_blame(row, _static_cache_tokens_on_cpu(planned, run, row, checks)))
     return row
+
+
+def static_cache_blame(row: dict, cpu_static_tokens: list | None) -> dict:
+    """Before a token mismatch is blamed on the compile: where transformers' own generate() with the recipe's static
+    cache, run eagerly on CPU with nothing compiled, already writes the device's tokens, the row keeps FAIL at mismatch
+    with ``vocab.CAUSE_STATIC_CACHE`` (``causes`` ranks it apart); else the row is unchanged."""
+    if cpu_static_tokens is None or list(cpu_static_tokens) != list(row["tokens"]):
+        return {}
+    return {"cause": vocab.CAUSE_STATIC_CACHE,
+            "error": f"{row.get('error') or 'tokens diverge from the CPU reference'}; generate() with the same static "
+                     "cache, eagerly on CPU with nothing compiled, writes these same tokens: the static cache differs "
+                     "from the dynamic cache the reference uses, not the compiler"}
+
+
+def _static_cache_tokens_on_cpu(planned: PlannedRun, run: _RunFolder, row: dict, checks: _Checks) -> list | None:
+    """The tokens generate() writes with the recipe's static cache, eagerly on CPU. On CPU the eager run measured beside
+    the compiled one is exactly that; elsewhere a CPU rendering of the same run.py runs with ``--eager`` (a run as
+    large as the CPU reference, which already ran). None where neither could be had."""
+    if planned.backend.name == "cpu" and row.get("eager_equals_compiled") is not None:
+        return row["tokens"] if row["eager_equals_compiled"] else None
+    params = render.recipe_params(planned.ref, get_backend("cpu"), dtype=planned.params["dtype"])
+    script = run.folder / "static_cache_cpu_run.py"
+    script.write_text(render.render_run_py(params))
+    eager = execute(None, [str(script), "--eager"], module=MEASURING, timeout=REFERENCE_TIMEOUT_S, env=run.env,
+                    cwd=str(run.folder), cpus=checks.cpus, fork=run.fork)
+    _save_logs(run.folder, "static_cache_cpu", eager)
+    return eager.payload.get("tokens") if eager.payload and eager.payload.get("ok") else None
 
 
 def _device_eager_after_failure(planned: PlannedRun, run: _RunFolder, row: dict, checks: _Checks) -> str:
@@ -369,12 +398,9 @@ def saved_output(folder: str | Path, process: str = "device") -> dict | None:
 
 
 def summary_line(row: dict) -> str:
-    """One readable line for a row: model, result, cores, times, memory."""
-    parts = [f"{row['model_id']}: {row['result']}"]
-    if row.get("verification"):
-        parts.append(f"({row['verification']})")
-    if row.get("stage"):
-        parts.append(f"at {row['stage']}")
+    """One readable line for a row: model, verdict (a PASS says whether its check could fail), cores, times, memory."""
+    parts = [f"{row['model_id']}: " + verdict_words(row["result"], row.get("stage"), row.get("verification"),
+                                                      row.get("check_sensitive"))]
     parts.append(f"cores={row.get('neuron_cores')}")
     if row.get("parallelism") not in (None, vocab.NO_PARALLELISM):
         parts.append(f"({row['parallelism']})")

@@ -30,6 +30,16 @@ COLUMNS = [
     ("config_digest", pa.string(), "for a model twin: sha256 of the config.json that built it"),
     ("config_changes", pa.string(), "for a model twin: the fields the shrink changed (`field before->after`, `; ` "
      "between); every other field is the model's own"),
+    ("config_source", pa.string(), "for a model twin: where its config.json was read: `hub:org/name@commit` (the Hub "
+     "or its cache), `github:owner/repo@commit:path` (a public copy the package's corpus holds; not the Hub itself), "
+     "`package:...` (a file a registry package ships), `shelf:...` or `folder:...`"),
+    ("config_form", pa.string(), "for a model twin: the form its config was found in: `json file`, `python literal` "
+     "(re-serialized from a Python dict), `json string` (inside another file) or `package file`"),
+    ("config_id_inferred", pa.bool_(), "for a model twin: true where the copy of its config does not name the Hub id "
+     "and it was inferred from a file, folder or variable name"),
+    ("config_corroboration", pa.string(), "for a model twin whose own config turns its architecture's verdict: "
+     "`corroborated` (a second public copy has the same deciding field), `single copy` (no second copy found) or "
+     "`differs` (a second copy has another value), with where; null where no second copy was looked for"),
     ("weights", pa.string(), "where the weights came from: `hub` (the Hub checkpoint), `shelf: ...` (a real checkpoint "
      "a registry package ships, e.g. a GGUF dequantized to float32: evidence, not the Hub checkpoint's result, and "
      "never published), `twin: random` (a tiny twin) or `folder` (a local folder)"),

@@ -252,10 +252,13 @@ def summary_frame(df):
 
     if df.empty:
         return pd.DataFrame(columns=["model", "result", "cores", "wall_s", "peak_MiB"])
-    detail = df["stage"].where(df["stage"].notna(), df["verification"]).fillna("")
+    from neuronhelpers.verdict.evidence import verdict_words
+
+    sensitive = df["check_sensitive"] if "check_sensitive" in df else [None] * len(df)
     return pd.DataFrame({
         "model": df["model_id"],
-        "result": df["result"] + detail.map(lambda d: f" ({d})" if d else ""),
+        "result": [verdict_words(r, s, v, c if isinstance(c, bool) else None)
+                   for r, s, v, c in zip(df["result"], df["stage"], df["verification"], sensitive, strict=True)],
         "cores": df["neuron_cores"],
         "wall_s": df["wall_s"].round(1),
         "peak_MiB": (df["peak_memory_bytes"] / 2**20).round(0),

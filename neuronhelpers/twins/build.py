@@ -42,7 +42,14 @@ from neuronhelpers.twins.broken import BREAKAGES, break_copy, check_breakage, ch
 from neuronhelpers.twins.corpus import model_id_of
 from neuronhelpers.twins.libraries import check_twin_runs as check_library_twin_runs
 from neuronhelpers.twins.libraries import write_twin as write_library_twin
-from neuronhelpers.twins.own import config_changes, describe_changes, model_twin_spec, own_of, unkept
+from neuronhelpers.twins.own import (
+    carry_generation_config,
+    config_changes,
+    describe_changes,
+    model_twin_spec,
+    own_of,
+    unkept,
+)
 from neuronhelpers.twins.shrink import TEXT_SHRINK, VISION_SHRINK, shrunk_config  # noqa: F401 - read by tests
 from neuronhelpers.twins.specs import (
     LIBRARY_TASKS,
@@ -224,6 +231,7 @@ def _write_twin(spec: TwinSpec, folder: Path) -> None:
     which marks the folder as a twin."""
     with quiet_libraries():
         WRITERS[spec.task](spec, folder)
+        carry_generation_config(spec, folder)
         own = _own_record(spec, folder)
         chosen = None if spec.task in LIBRARY_TASKS else choose_embeddings(spec, folder)
     write_twin_json(spec, folder, chosen, own)
@@ -244,7 +252,7 @@ def _own_record(spec: TwinSpec, folder: Path) -> dict | None:
         failed.twin_step = "shrink"
         raise failed
     return {"twin_from": own["twin_from"], "config_digest": own["digest"], "config_read": own["read"],
-            "config_changes": describe_changes(changes)}
+            "config_changes": describe_changes(changes), **(own.get("source") or {})}
 
 
 def check_twin_runs(spec: TwinSpec, folder: Path) -> None:

@@ -78,3 +78,28 @@ def why_missing(model_id: str) -> str | None:
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+# Where a model twin's config came from, as its row says it (the ``config_*`` columns of store/schema.py).
+PROVENANCE_KEYS = ("config_source", "config_form", "config_id_inferred", "config_corroboration")
+
+
+def provenance(model_id: str) -> dict | None:
+    """Where the corpus's copy of a model's config.json came from, as a row carries it: ``config_source``
+    (``github:owner/repo@commit7:path``, or ``package:name==version:path``), ``config_form`` (how the copy was written
+    there: a JSON file, a Python literal, a JSON string, a package file), ``config_id_inferred`` (the source does not
+    name the Hub id: it was inferred from a variable or folder name) and ``config_corroboration`` (``corroborated``,
+    ``single copy`` or ``differs``, with where, for the models a second copy was looked for; None elsewhere). None
+    for a model the corpus holds no config of."""
+    record = records().get(model_id)
+    copied = (record or {}).get("files", {}).get("config.json")
+    if copied is None:
+        return None
+    if copied.get("repo"):
+        source = f"github:{copied['repo']}@{str(copied.get('commit') or '')[:7]}:{copied['path']}"
+    else:
+        source = f"package:{copied.get('package')}:{copied['path']}"
+    corroboration = record.get("corroboration")
+    return {"config_source": source, "config_form": copied.get("form"),
+            "config_id_inferred": bool(record.get("id_inferred", False)),
+            "config_corroboration": corroboration.get("summary") if isinstance(corroboration, dict) else None}

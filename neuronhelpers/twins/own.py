@@ -52,6 +52,10 @@ log = logging.getLogger("neuronhelpers.twins")
 
 # Where a model twin's config came from (TWIN.json's "config_read").
 READ_FOLDER, READ_HUB, READ_CACHE, READ_CORPUS, READ_SHELF = "folder", "hub", "hub cache", "corpus", "shelf"
+# generate() reads use_cache, the token ids and the defaults of decoding from this file, not from config.json: a model
+# twin carries the model's own where a copy is at hand (``carry_generation_config``), else save_pretrained's, which
+# transformers derives from config.json.
+GENERATION_CONFIG = "generation_config.json"
 # A repeating layer pattern up to this period is kept whole (gemma3's 5 sliding + 1 full: 6 layers).
 MAX_PATTERN_LAYERS = 8
 MAX_POSITIONS = 8192
@@ -75,6 +79,7 @@ class OwnConfig:
     files: dict  # relative path -> text (config.json; modules.json / model_index.json where present)
     read: str
     task: str | None = None  # where the files alone do not say it (the corpus's record)
+    source: dict | None = None  # where config.json came from, as the row's config_* columns say it (``provenance``)
 
     @property
     def config(self) -> dict:
@@ -98,15 +103,25 @@ def read_own_config(source: str) -> OwnConfig:
         folder = Path(source).resolve()
         if not (folder / "config.json").is_file():
             raise UserError(f"'{source}' has no config.json: a model twin is built from a transformers config")
-        files = {name: (folder / name).read_text() for name in ("config.json", "modules.json")
+        files = {name: (folder / name).read_text() for name in ("config.json", "modules.json", GENERATION_CONFIG)
                  if (folder / name).is_file()}
-        return OwnConfig(str(folder), folder.name, files, READ_FOLDER)
-    files, read = _hub_files(source)
-    return OwnConfig(source, corpus.folder_name(source), files, read,
-                     corpus.corpus_task(source) if read == READ_CORPUS else None)
+        return OwnConfig(str(folder), folder.name, files, READ_FOLDER,
+                         source=_source(f"folder:{folder}", "json file"))
+    files, read, where = _hub_files(source)
+    if read == READ_CORPUS:
+        return OwnConfig(source, corpus.folder_name(source), files, read, corpus.corpus_task(source),
+                         corpus.provenance(source))
+    return OwnConfig(source, corpus.folder_name(source), files, read, source=_source(where, "json file"))
 
 
-def _hub_files(model_id: str) -> tuple[dict, str]:
+def _source(where: str, form: str) -> dict:
+    """The config_* columns of a config read from the Hub, its cache, a folder or the shelf: the file itself."""
+    return {"config_source": where, "config_form": form, "config_id_inferred": False, "config_corroboration": None}
+
+
+def _hub_files(model_id: str) -> tuple[dict, str, str | None]:
+    """(files, where they were read, the config's source as a row says it: ``hub:org/name@commit``, ``shelf:...``;
+    None for the corpus, whose SOURCE.json says it)."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,
@@ -119,10 +134,14 @@ def _hub_files(model_id: str) -> tuple[dict, str]:
 
     online = hub_reachable()
 
+    revisions = []
+
     def fetch(name: str, required: bool) -> str | None:
         try:
-            return Path(hf_hub_download(model_id, name, local_files_only=not online, endpoint=hub_endpoint())
-                        ).read_text()
+            path = Path(hf_hub_download(model_id, name, local_files_only=not online, endpoint=hub_endpoint()))
+            if path.parent.parent.name == "snapshots":  # the cache's layout: snapshots/<commit>/<file>
+                revisions.append(path.parent.name)
+            return path.read_text()
         except LocalEntryNotFoundError:  # (a subclass of EntryNotFoundError: not in the cache, offline)
             return None
         except EntryNotFoundError:  # the repo has no such file: a model without modules.json is no embedding model
@@ -144,15 +163,20 @@ def _hub_files(model_id: str) -> tuple[dict, str]:
     config = fetch("config.json", required=True)
     if config is not None:
         files = {"config.json": config}
-        modules = fetch("modules.json", required=False)
-        return ({**files, "modules.json": modules} if modules else files), READ_HUB if online else READ_CACHE
+        for name in ("modules.json", GENERATION_CONFIG):
+            text = fetch(name, required=False)
+            if text:
+                files[name] = text
+        where = f"hub:{model_id}" + (f"@{revisions[0][:7]}" if revisions else "")
+        return files, READ_HUB if online else READ_CACHE, where
     shipped = corpus.corpus_files(model_id)
     if shipped is not None:
-        return {name: data.decode() for name, data in shipped.items()}, READ_CORPUS
+        return {name: data.decode() for name, data in shipped.items()}, READ_CORPUS, None
     shelf = shelf_model_folder(model_id)  # a real checkpoint from a registry package (models/shelf.py), installed
     if (shelf / SHELF_PROVENANCE).is_file() and (shelf / "config.json").is_file():
-        return {name: (shelf / name).read_text() for name in ("config.json", "modules.json")
-                if (shelf / name).is_file()}, READ_SHELF
+        packages = json.loads((shelf / SHELF_PROVENANCE).read_text()).get("packages") or []
+        return ({name: (shelf / name).read_text() for name in ("config.json", "modules.json")
+                 if (shelf / name).is_file()}, READ_SHELF, "shelf:" + ",".join(packages))
     why = (corpus.why_missing(model_id) or "").split(". ")[0].split(" | ")[0]  # its first sentence: one line
     raise UserError(f"the config of '{model_id}' is not at hand offline (not in the Hugging Face cache"
                     + (f"; the corpus says: {why}" if why else ", nor in the corpus shipped with neuronhelpers")
@@ -214,7 +238,7 @@ def model_twin_spec(source: str) -> TwinSpec:
     model_type, task = config.get("model_type"), twin_task(source, config, own.files, own.task)
     return TwinSpec(model_type, task, text_overrides(model_type), name=own.name,
                     own=json.dumps({"twin_from": own.twin_from, "files": own.files, "read": own.read,
-                                    "digest": own.digest}, sort_keys=True))
+                                    "digest": own.digest, "source": own.source}, sort_keys=True))
 
 
 def corpus_twins() -> tuple[list[str], dict[str, str]]:
@@ -260,6 +284,26 @@ def own_overrides(spec: TwinSpec, text: dict) -> dict:
     config = json.loads(own_of(spec)["files"]["config.json"])
     own_keys = set(config) | set(config.get("text_config") or {})
     return {key: value for key, value in text.items() if key not in own_keys and key != "no_twin"}
+
+
+def carry_generation_config(spec: TwinSpec, folder: Path) -> bool:
+    """Write the model's own generation_config.json into its twin's folder, where the model twin's config came with
+    one: its fields as the model has them, token ids as the twin's config.json has them (remapped into the shrunk
+    vocabulary, a change NON_SIZE_CHANGES allows). False where there is none (save_pretrained's derived file stays)."""
+    own = own_of(spec)
+    if not own or GENERATION_CONFIG not in own["files"]:
+        return False
+    generation = json.loads(own["files"][GENERATION_CONFIG])
+    twin = json.loads((folder / "config.json").read_text())
+    twin_text = _text_part(twin)
+    for key in [k for k in generation if non_size_change(k) == TOKEN_IDS]:
+        value = twin.get(key, twin_text.get(key))
+        if value is not None:
+            generation[key] = value
+        elif isinstance(generation[key], int) and generation[key] >= (twin_text.get("vocab_size") or 0):
+            del generation[key]  # an id outside the twin's vocabulary that its config does not remap
+    (folder / GENERATION_CONFIG).write_text(json.dumps(generation, indent=2) + "\n")
+    return True
 
 
 def _text_part(config: dict) -> dict:
@@ -342,7 +386,7 @@ def config_changes(before: dict, after: dict) -> dict:
 
 
 _SIZE_NAMES = set(TEXT_SHRINK) | set(VISION_SHRINK) | {
-    "max_position_embeddings", "tie_word_embeddings", "head_dim", "short_factor", "long_factor", "mrope_section",
+    "max_position_embeddings", "head_dim", "short_factor", "long_factor", "mrope_section",
     "num_key_value_heads", "num_kv_heads", "image_seq_length", "mm_tokens_per_image", "num_image_tokens",
     "image_grid_pinpoints", "vision_feature_layer", "first_k_dense_replace", "num_dense_layers", "rope_dim",
     "scale_factor", "tokens_per_image", *_EXPERTS}
@@ -365,12 +409,37 @@ def _size_aliases() -> frozenset:
     return frozenset(aliases)
 
 
-def is_size(key: str, old, new) -> bool:
-    """Whether a changed field is a size the shrink may change: a table size, a width, a vocabulary or token id, or a
-    per-layer list that kept every kind of entry it had."""
+# The closed list of changes a model twin may make besides sizes, each with its reason. Any other change to a field
+# that is not a size refuses the twin (UNTESTED, the field named): it would not compute what the model computes.
+# tests/test_model_twins.py holds this list; the README and docs/design.md state it.
+TOKEN_IDS = "token ids"
+UNTIED_HEAD = "tie_word_embeddings"
+EMBEDDING_CACHE = "use_cache (sentence-transformers)"
+NON_SIZE_CHANGES = {
+    TOKEN_IDS: "remapped into the twin's shrunk vocabulary (the model's ids lie beyond it)",
+    UNTIED_HEAD: "the output head untied: a head tied to the embeddings, scaled with them, makes a twin write one "
+    "token 32 times (twins/weights.py), a check that could not fail",
+    EMBEDDING_CACHE: "sentence-transformers turns use_cache off when it loads any model, whatever the file says",
+}
+
+
+def non_size_change(key: str, task: str | None = None) -> str | None:
+    """Which entry of NON_SIZE_CHANGES allows a changed field that is not a size, or None."""
     name = key.rsplit(".", 1)[-1]
-    if name in _SIZE_NAMES or name in _size_aliases() or is_width(name) or "vocab" in name or \
-            name.endswith(("_token_id", "_token_index", "_token_ids", "_id")):
+    if name.endswith(("_token_id", "_token_index", "_token_ids")):
+        return TOKEN_IDS
+    if name == "tie_word_embeddings":
+        return UNTIED_HEAD
+    if name == "use_cache" and task == FEATURE_EXTRACTION:
+        return EMBEDDING_CACHE
+    return None
+
+
+def is_size(key: str, old, new) -> bool:
+    """Whether a changed field is a size the shrink may change: a table size, a width, a vocabulary, or a per-layer
+    list that kept every kind of entry it had."""
+    name = key.rsplit(".", 1)[-1]
+    if name in _SIZE_NAMES or name in _size_aliases() or is_width(name) or "vocab" in name:
         return True
     if isinstance(old, list) and isinstance(new, list) and len(new) <= len(old):
         kinds = {json.dumps(x, sort_keys=True, default=str) for x in old}
@@ -384,10 +453,10 @@ def is_size(key: str, old, new) -> bool:
 
 
 def unkept(changes: dict, task: str | None = None) -> list[str]:
-    """The changed fields that are not sizes: the twin would not compute what the model computes. (Loading a
-    sentence-transformers model turns ``use_cache`` off whatever its file says, so there it is not a change.)"""
+    """The changed fields that are neither sizes nor on the closed list of NON_SIZE_CHANGES: the twin would not compute
+    what the model computes."""
     return [key for key, (old, new) in changes.items() if not is_size(key, old, new)
-            and not (task == FEATURE_EXTRACTION and key == "use_cache")]
+            and non_size_change(key, task) is None]
 
 
 def describe_changes(changes: dict) -> str:

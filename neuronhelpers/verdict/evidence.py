@@ -41,6 +41,30 @@ def evidence_level(row: dict) -> str | None:
     return None
 
 
+def verdict_words(result, stage=None, verification=None, check_sensitive=None) -> str:
+    """A verdict as a person reads it, saying whether a PASS's check could have failed: 'PASS (exact, the check could
+    fail)', 'PASS (exact; the check could not have failed)', 'PASS (exact)' where that was not measured, 'FAIL at
+    compile', 'UNTESTED (twin)'. The run's one-line summary, the answer and the explorer's hints all say it so."""
+    if result == vocab.PASS:
+        how = verification if isinstance(verification, str) and verification else None
+        if check_sensitive is True:
+            return f"PASS ({how + ', ' if how else ''}the check could fail)"
+        if check_sensitive is False:
+            return f"PASS ({how + '; ' if how else ''}the check could not have failed)"
+        return f"PASS ({how})" if how else "PASS"
+    if result == vocab.FAIL:
+        return f"FAIL at {stage}" if isinstance(stage, str) and stage else "FAIL"
+    if result == vocab.UNTESTED and isinstance(stage, str) and stage:
+        return f"{vocab.UNTESTED} ({stage})"
+    return str(result)
+
+
+def could_not_fail(result, evidence) -> bool:
+    """A PASS whose check could not have failed (evidence ``insensitive_check``): counted apart from the others, never
+    in a pass rate."""
+    return result == vocab.PASS and evidence == vocab.EVIDENCE_INSENSITIVE
+
+
 def speedup(row: dict) -> float | None:
     """Compiled over eager from one run's figures: decode rate (text), sentences per second (embeddings), image time
     (images); None without both figures."""

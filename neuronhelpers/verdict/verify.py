@@ -4,9 +4,9 @@ Generated tokens (transformers): identical tokens are PASS, verification ``exact
 divergence is found; if the reference was nearly tied there (top-1/top-2 margin under the dtype's
 tolerance) and the device's token is among the reference's top-k, PASS with ``near_tie``; else FAIL at
 stage ``mismatch``. Embeddings (sentence-transformers) and images (diffusers) are compared as numbers: ``exact``
-when bitwise equal, ``within_tolerance`` when within the dtype's bounds in vocab (EMBEDDING_TOLERANCE,
-IMAGE_TOLERANCE), else FAIL at ``mismatch``; the row records the figures either way. ``verify_outputs`` picks the
-check for the run's library and returns the row columns it decides. Taught in notebook 04.
+when bitwise equal, ``within_tolerance`` when within the bounds in vocab (EMBEDDING_TOLERANCE by dtype,
+image_tolerance by backend and dtype), else FAIL at ``mismatch``; the row records the figures either way.
+``verify_outputs`` picks the check for the run's library and returns the row columns it decides. Taught in notebook 04.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neuronhelpers.core import vocab
-from neuronhelpers.core.vocab import EMBEDDING_TOLERANCE, FAIL, IMAGE_TOLERANCE, NEAR_TIE_MARGIN, NEAR_TIE_TOP_K, PASS
+from neuronhelpers.core.vocab import EMBEDDING_TOLERANCE, FAIL, NEAR_TIE_MARGIN, NEAR_TIE_TOP_K, PASS
 
 
 @dataclass
@@ -120,7 +120,7 @@ def verify_image(params: dict, payload: dict, reference: dict) -> dict:
     else within the dtype's tolerance on the largest absolute pixel difference and the PSNR."""
     import math
 
-    bounds = IMAGE_TOLERANCE.get(params["dtype"], IMAGE_TOLERANCE["float32"])
+    bounds = vocab.image_tolerance(params.get("backend"), params["dtype"])
     device, ref = decode_image(payload).double(), decode_image(reference).double()
     if device.shape != ref.shape:
         return _graded(False, False, {}, bounds["max_abs_diff"], "the image differs",

@@ -16,7 +16,10 @@ from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS
 from neuronhelpers.ui import plots
 from neuronhelpers.ui.explorer.frames import NO_ROW, result_kind
 from neuronhelpers.ui.explorer.markup import STYLE, render_table_html
+from neuronhelpers.verdict.evidence import could_not_fail
 
+# The summary's count of PASS rows whose check could not have failed (kept out of PASS and of the pass rate).
+PASS_COULD_NOT_FAIL = "PASS whose check could not have failed"
 # The summary's count of models without a verdict: those without a row (NO_ROW) and those whose row is UNTESTED.
 UNTESTED_COUNT = "untested"
 
@@ -24,15 +27,21 @@ UNTESTED_COUNT = "untested"
 def view_summary(table: pd.DataFrame) -> dict:
     """Counts of a view's table by result kind, and the pass rate of its tested models (PASS / (PASS + FAIL)).
 
+    PASS counts the PASS rows whose check could fail; PASS_COULD_NOT_FAIL those whose check could not (evidence
+    ``insensitive_check``), which neither the pass rate nor 'tested' counts.
+
     'untested' counts the models without a row and those whose row is UNTESTED ('untested_rows' says how many
     of them have such a row); 'other' counts results outside the vocabulary.
     """
     kinds = table["result"].map(result_kind) if len(table) else pd.Series(dtype=object)
     counts = kinds.value_counts()
     known = {PASS, FAIL, EXCLUDED, NO_ROW, vocab.UNTESTED}
+    evidence = table["evidence"] if "evidence" in table and len(table) else pd.Series([None] * len(kinds), dtype=object)
+    could_not = int(sum(could_not_fail(k, e) for k, e in zip(kinds, evidence, strict=True)))
     summary = {
         "models": int(len(table)),
-        PASS: int(counts.get(PASS, 0)),
+        PASS: int(counts.get(PASS, 0)) - could_not,
+        PASS_COULD_NOT_FAIL: could_not,
         FAIL: int(counts.get(FAIL, 0)),
         EXCLUDED: int(counts.get(EXCLUDED, 0)),
         UNTESTED_COUNT: int(counts.get(NO_ROW, 0) + counts.get(vocab.UNTESTED, 0)),
@@ -48,13 +57,20 @@ def view_summary(table: pd.DataFrame) -> dict:
 def family_pass_rates(table: pd.DataFrame, family: str = "architecture", top: int = 12) -> pd.DataFrame:
     """Per family (a table column: 'architecture' or 'task'): models tested, passed, and the pass rate (%),
     most-tested first (``plots.family_pass_rates`` over the table's results)."""
-    return plots.family_pass_rates(table["result"].map(result_kind), table[family], top)
+    kinds = table["result"].map(result_kind)
+    if "evidence" in table:  # a PASS whose check could not have failed is neither passed nor tested
+        kinds = kinds.where([not could_not_fail(k, e) for k, e in zip(kinds, table["evidence"], strict=True)],
+                            PASS_COULD_NOT_FAIL)
+    return plots.family_pass_rates(kinds, table[family], top)
 
 
 def summary_text(view: str, summary: dict) -> str:
-    """'Selected: 28 models · 10 PASS · 3 FAIL · 3 EXCLUDED · 12 untested · pass rate 77% of 13 tested'."""
-    parts = [f"{view}: {summary['models']} models", f"{summary[PASS]} PASS", f"{summary[FAIL]} FAIL",
-             f"{summary[EXCLUDED]} EXCLUDED"]
+    """'Selected: 28 models · 10 PASS · 2 PASS whose check could not have failed · 3 FAIL · 3 EXCLUDED · 10 untested ·
+    pass rate 77% of 13 tested'."""
+    parts = [f"{view}: {summary['models']} models", f"{summary[PASS]} PASS"]
+    if summary.get(PASS_COULD_NOT_FAIL):
+        parts.append(f"{summary[PASS_COULD_NOT_FAIL]} {PASS_COULD_NOT_FAIL}")
+    parts += [f"{summary[FAIL]} FAIL", f"{summary[EXCLUDED]} EXCLUDED"]
     untested = f"{summary[UNTESTED_COUNT]} untested"
     if summary["untested_rows"]:
         untested += f" ({summary['untested_rows']} with an {vocab.UNTESTED} row)"
