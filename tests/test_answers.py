@@ -3,7 +3,10 @@ answers, how the two kinds of twin are compared, and the fields ``causes --isola
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
+import pytest
 
 from conftest import result_row
 from neuronhelpers.analysis.agreement import trainium_agreement, trainium_agreement_line, twin_agreement
@@ -39,9 +42,62 @@ def test_the_answer_is_the_trainium_row_else_the_model_twin_else_the_architectur
     found = answers.answer(PHI, "phi3")
     assert (found.kind, found.model_id, found.result) == (vocab.ANSWER_MODEL_TWIN,
                                                           "tiny/microsoft--Phi-3.5-mini-instruct", "FAIL")
-    assert found.line() == f"model twin tiny/microsoft--Phi-3.5-mini-instruct: FAIL at compile: {RECOMPILE}"
-    assert answers.answer("microsoft/Phi-3-mini-4k-instruct", "phi3").line() == "architecture twin tiny/phi3: PASS"
+    pair = "inductor 2.13.0, transformers 5.23.0"
+    assert found.line() == (f"model twin tiny/microsoft--Phi-3.5-mini-instruct ({pair}): FAIL at compile: {RECOMPILE}; "
+                            f"architecture twin tiny/phi3 in the same pair: PASS (exact)")
+    assert answers.answer("microsoft/Phi-3-mini-4k-instruct", "phi3").line() == \
+        f"architecture twin tiny/phi3 ({pair}): PASS (exact)"
     assert answers.answer("nobody/unknown", None) is None
+
+
+def test_a_model_twin_answers_from_the_newest_pair_that_holds_it_beside_that_pairs_architecture_twin():
+    """The one rule (docs/design.md): a newer pair without the model's own twin does not hide it; the architecture
+    twin compared is the same pair's, and the answer names the pair."""
+    newer = dict(compiler_version="2.14.1", library_version="5.24.0")
+    both = pd.concat([rows(), frame([result_row("tiny/phi3", "FAIL", twin_of="phi3", model_type="phi3", **newer)])])
+    found = Answers(both).answer(PHI, "phi3")
+    assert (found.kind, found.pair) == (vocab.ANSWER_MODEL_TWIN, "inductor 2.13.0, transformers 5.23.0")
+    assert found.architecture.model_id == "tiny/phi3" and found.architecture.result == "PASS"  # 2.13.0's, not 2.14.1's
+    alone = Answers(both).answer("microsoft/Phi-3-mini-4k-instruct", "phi3")  # no own twin: the newest pair's
+    assert (alone.kind, alone.result, alone.pair) == (vocab.ANSWER_ARCHITECTURE_TWIN, "FAIL",
+                                                      "inductor 2.14.1, transformers 5.24.0")
+    newest_own = pd.concat([both, frame([result_row("tiny/microsoft--Phi-3.5-mini-instruct", twin_of="phi3",
+                                                    model_type="phi3", twin_from=PHI, **newer)])])
+    found = Answers(newest_own).answer(PHI, "phi3")
+    assert (found.result, found.architecture.result) == ("PASS", "FAIL")  # both from 2.14.1 now
+
+
+def test_the_answer_says_whose_copy_of_the_config_it_stands_on_and_what_it_could_not_check():
+    """A model twin's answer says where its config came from (the row's config_* columns), that it was not checked
+    against the Hub, whether a second copy agrees, and that a FAIL on use_cache: false rests on a file not seen."""
+    yi = "01-ai/Yi-1.5-6B-Chat"
+    cause = ("NotCompiled: generate() ran the forward eagerly: its config sets use_cache: false, so nothing was "
+             "compiled; pass use_cache=True to generate()")
+    table = frame([result_row("tiny/llama", twin_of="llama", model_type="llama"),
+                   result_row("tiny/01-ai--Yi-1.5-6B-Chat", "FAIL", twin_of="llama", model_type="llama", twin_from=yi,
+                              cause=cause, config_source="github:Girafboy/pytorchKQI@4adb1da:llms/x/config.json",
+                              config_form="python literal", config_id_inferred=True,
+                              config_corroboration="single copy: use_cache seen in this copy only")])
+    line = Answers(table).answer(yi, "llama").line()
+    assert ("its own twin, from a copy of its config (GitHub Girafboy/pytorchKQI@4adb1da; re-serialized from a Python "
+            "literal; the Hub id inferred from a file, folder or variable name; not checked against the Hub; single "
+            "copy: use_cache seen in this copy only)") in line
+    assert "generate() reads use_cache from the checkpoint's generation_config.json, of which no copy was found" in line
+    hub = frame([result_row("tiny/acme--m", twin_of="llama", model_type="llama", twin_from="acme/m",
+                            config_source="hub:acme/m@abc1234", config_form="json file")])
+    assert "from its config as the Hub has it (acme/m@abc1234)" in Answers(hub).answer("acme/m", "llama").line()
+
+
+def test_a_pass_says_whether_its_check_could_have_failed():
+    from neuronhelpers.verdict.evidence import verdict_words
+
+    assert verdict_words("PASS", None, "exact", True) == "PASS (exact, the check could fail)"
+    assert verdict_words("PASS", None, "exact", False) == "PASS (exact; the check could not have failed)"
+    assert verdict_words("PASS", None, "exact", None) == "PASS (exact)"
+    assert verdict_words("FAIL", "compile") == "FAIL at compile"
+    assert verdict_words("UNTESTED", "twin") == "UNTESTED (twin)"
+    insensitive = Answers(frame([result_row("tiny/aria", twin_of="aria", model_type="aria", check_sensitive=False)]))
+    assert insensitive.answer("x/y", "aria").verdict == "PASS (exact; the check could not have failed)"
 
 
 def test_a_models_own_config_changing_its_verdict_is_counted_and_named():
@@ -53,6 +109,24 @@ def test_a_models_own_config_changing_its_verdict_is_counted_and_named():
     assert f"{PHI} FAIL at compile (architecture twin PASS; field: sliding_window)" in line
     unnamed = own_config_line(own_config_effects(rows()))
     assert "field: not yet looked for" in unnamed
+
+
+def test_a_static_cache_mismatch_is_ranked_apart_from_the_compilers_causes():
+    """A mismatch that transformers' static cache shows on CPU with nothing compiled is not counted as the compiler's:
+    ``rank_causes`` marks it (``causes`` lists it apart), and the harness gives it that cause only where the CPU
+    static-cache tokens are the device's."""
+    from neuronhelpers.run.harness import static_cache_blame
+
+    table = frame([result_row("tiny/bert", "FAIL", twin_of="bert", model_type="bert", stage="mismatch",
+                              cause=vocab.CAUSE_STATIC_CACHE),
+                   result_row("tiny/opt", "FAIL", twin_of="opt", model_type="opt", stage="mismatch",
+                              cause="tokens diverge from the CPU reference")])
+    ranked = rank_causes(table).set_index("cause")
+    assert bool(ranked.at[vocab.CAUSE_STATIC_CACHE, "not_the_compiler"]) is True
+    assert bool(ranked.at["tokens diverge from the CPU reference", "not_the_compiler"]) is False
+    row = {"tokens": [5, 6, 7], "error": "tokens diverge from the CPU reference: token 0 is 5"}
+    assert static_cache_blame(row, [5, 6, 7])["cause"] == vocab.CAUSE_STATIC_CACHE
+    assert static_cache_blame(row, [5, 6, 8]) == {} and static_cache_blame(row, None) == {}
 
 
 def test_causes_count_architectures_from_architecture_twins_only():
@@ -94,3 +168,64 @@ def test_isolation_starts_from_the_architecture_twins_config_not_the_bare_defaul
     config = {"model_type": "mistral", "sliding_window": 4096, "rope_theta": 10000.0, "hidden_size": 4096}
     assert candidate_fields(config)[0] == "sliding_window"
     assert set_back(config, "sliding_window")["sliding_window"] is None
+
+
+# ---- one answer everywhere ---------------------------------------------------------------------------------------
+
+CATALOG = "catalog"
+_CLI_LOOP = """
+import sys
+from neuronhelpers.cli.main import main
+for model in sys.argv[1:]:
+    print("@@", model, flush=True)
+    main(["plan", model, "--backend", "cpu", "--results", "catalog"])
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.slow
+def test_every_interface_gives_the_selected_and_ranked_models_the_same_answer():
+    """The Selected list and the packaged rankings sample, through each interface's own output: the lines `plan`
+    prints, and the explorer's table as it opens (the newest pair; a model without a row carries its answer as a hint).
+    Each says the answer of the one rule (result, stage, what it stands on, pair)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from neuronhelpers.models.known import known_architectures
+    from neuronhelpers.models.rankings import load_rankings
+    from neuronhelpers.models.selected import SELECTED
+    from neuronhelpers.store.dataset import load_results
+    from neuronhelpers.ui.explorer import newest_pair, view_table
+
+    catalog = load_results(CATALOG)
+    rankings = load_rankings()
+    known = known_architectures()
+    models = sorted({e.model_id for e in SELECTED if not e.excluded} | set(rankings.model_id))
+    expected = {}
+    answers = Answers(catalog)
+    for model in models:
+        task, model_type = known.get(model, (None, None))
+        found = answers.answer(model, model_type, task)
+        if found is not None:
+            expected[model] = found.line()
+    assert len(expected) >= 0.8 * len(models), "most of these models have an answer in the catalog"
+    assert sum(a.startswith(vocab.ANSWER_MODEL_TWIN) for a in expected.values()) >= 0.5 * len(expected)
+
+    compiler_version, library_version = newest_pair(catalog, library=vocab.TRANSFORMERS)
+    shown = {}
+    for view in ("Selected", "Trending", "Downloads"):
+        table = view_table(view, catalog, rankings, compiler_version=compiler_version,
+                           library_version=library_version, library=vocab.TRANSFORMERS)
+        shown.update({m: n for m, n in zip(table["model"], table["note"], strict=True) if m in expected})
+    for model, line in expected.items():
+        assert line in shown.get(model, ""), (model, line, shown.get(model))
+
+    proc = subprocess.run([sys.executable, "-c", _CLI_LOOP, *expected], capture_output=True, text=True, cwd=ROOT,
+                          timeout=1800, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    printed = {}
+    for block in proc.stdout.split("@@ ")[1:]:
+        model, _, rest = block.partition("\n")
+        printed[model] = next((x for x in rest.splitlines() if x.startswith("answer in")), "")
+    for model, line in expected.items():
+        assert printed.get(model) == f"answer in {CATALOG}/: {line}", (model, printed.get(model))

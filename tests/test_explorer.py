@@ -24,6 +24,7 @@ from neuronhelpers.ui.explorer import Explorer, render_detail_html, sort_table, 
 XSS_SCRIPT = "<script>alert('pwned')</script>"
 XSS_IMG = '<img src=x onerror="alert(1)">'
 NEWEST = dict(compiler_version="2.13.0", library_version="5.23.0")
+PAIR = "(inductor 2.13.0, transformers 5.23.0)"  # how an answer names NEWEST
 
 
 def row(model_id, result="PASS", twin_of=None, minute=0, **overrides):
@@ -102,9 +103,9 @@ def test_selected_view_shows_results_untested_and_exclusions_without_cores(df):
     assert table.at["google/gemma-3-1b-it", "note"] == "BackendCompilerFailed: x @ torch"  # the cause of a FAIL
     assert table.at["Qwen/Qwen3-8B", "result"] == "untested"
     assert table.at["Qwen/Qwen3-8B", "architecture"] == "qwen3"
-    assert table.at["meta-llama/Llama-3.1-8B-Instruct", "note"] == "architecture twin tiny/llama: PASS"
+    assert table.at["meta-llama/Llama-3.1-8B-Instruct", "note"] == f"architecture twin tiny/llama {PAIR}: PASS (exact)"
     assert table.at["google/gemma-2-2b-it", "note"] == \
-        "architecture twin tiny/gemma2: FAIL at run: RuntimeError: cache shape @ transformers"
+        f"architecture twin tiny/gemma2 {PAIR}: FAIL at run: RuntimeError: cache shape @ transformers"
     assert table.at["openai/gpt-oss-20b", "result"] == "EXCLUDED"
     assert table.at["openai/gpt-oss-20b", "note"] == "not a priority yet"
     # A recorded EXCLUDED row never shows a core count or timings: nothing ran.
@@ -124,14 +125,15 @@ def test_rankings_views_show_rank_downloads_task_and_twin_hints_never_as_results
     assert list(trending.model) == ["Qwen/Qwen3-0.6B", "someone/untested-model", "someone/other-qwen3"]
     assert list(trending["rank"]) == [1, 2, 3] and trending.at[1, "downloads"] == 45000
     assert list(trending.result) == ["PASS", "untested", "untested"]
-    assert trending.at[1, "note"] == ("architecture twin tiny/gemma2: FAIL at run: RuntimeError: cache shape @ "
-                                      "transformers")
-    assert trending.at[2, "note"] == "architecture twin tiny/qwen3: PASS"
+    assert trending.at[1, "note"] == (f"architecture twin tiny/gemma2 {PAIR}: FAIL at run: RuntimeError: "
+                                      "cache shape @ transformers")
+    assert trending.at[2, "note"] == f"architecture twin tiny/qwen3 {PAIR}: PASS (exact)"
     assert trending.at[0, "note"] == ""  # a tested model gets no hint
     assert list(view_table("Trending", df, RANKINGS, task="image-text-to-text").model) == ["llava-hf/llava-1.5-7b-hf"]
     embeddings = view_table("Trending", df, RANKINGS, task="feature-extraction", compiler_version="2.13.0",
                             library_version="5.1.0")
-    assert embeddings.at[0, "note"] == "architecture twin tiny/bert: PASS"
+    assert embeddings.at[0, "note"] == \
+        "architecture twin tiny/bert (inductor 2.13.0, sentence-transformers 5.1.0): PASS (exact)"
     downloads = view_table("Downloads", df, RANKINGS, compiler_version="2.12.0", library_version="5.23.0")
     assert list(downloads.result) == ["PASS"] and downloads.at[0, "downloads"] == 9_000_000
 
@@ -174,6 +176,21 @@ def test_summary_counts_untested_apart_from_fail_and_gives_the_pass_rate(df):
     assert text.endswith("pass rate 67% of 3 tested")
     html_text = explorer.render_summary_html("Architectures", view_table("Architectures", df, **NEWEST))
     assert "Pass rate by task" in html_text and "67% (2/3)" in html_text  # text-generation: 2 of 3
+
+
+def test_a_pass_whose_check_could_not_have_failed_is_counted_apart_and_left_out_of_the_pass_rate(df):
+    """PASS counts only checks that could fail; an insensitive_check PASS is shown beside it, and neither the pass rate
+    nor the tested count nor the per-family rate takes it."""
+    table = view_table("Architectures", df, **NEWEST)
+    first = table.index[table["result"].eq("PASS")][0]
+    table.loc[first, "evidence"] = "insensitive_check"
+    summary = view_summary(table)
+    assert (summary["PASS"], summary[explorer.PASS_COULD_NOT_FAIL], summary["FAIL"]) == (2, 1, 1)
+    assert summary["tested"] == 3 and round(summary["pass_rate"], 3) == 0.667
+    text = explorer.summary_text("Architectures", summary)
+    assert " · 2 PASS · 1 PASS whose check could not have failed · 1 FAIL · " in text
+    rates = explorer.family_pass_rates(table, "task").set_index("family")
+    assert int(rates["tested"].sum()) == 3
 
 
 def test_sorting_by_any_column(df):
@@ -312,7 +329,7 @@ def test_widget_is_driven_like_a_person_would(df):
     ui.view.value = "Trending"
     assert "" not in [value for _, value in ui.task.options] and ui.task.value == "image-text-to-text"
     assert list(ui.table.model) == ["llava-hf/llava-1.5-7b-hf"]  # the name filter stays
-    assert "architecture twin tiny/llava: PASS" in ui.page_text()
+    assert f"architecture twin tiny/llava {PAIR}: PASS (exact)" in ui.page_text()
     ui.name.value = ""
     ui.task.value = "text-generation"
     ui.library.value = "5.24.0"
@@ -359,7 +376,7 @@ def test_header_clicks_sort_and_a_name_click_opens_the_detail(df):
     ui.task.value = "text-generation"
     ui.name_buttons()[1].click()  # an untested Hub model: the twin's verdict as a hint
     assert ui.model.value == "someone/untested-model"
-    assert "Not tested yet" in ui.detail_html.value and "tiny/gemma2: FAIL at run" in ui.detail_html.value
+    assert "Not tested yet" in ui.detail_html.value and f"tiny/gemma2 {PAIR}: FAIL at run" in ui.detail_html.value
 
 
 def test_a_long_view_is_paged(df):
@@ -501,9 +518,9 @@ def test_a_model_twin_answers_for_its_model_before_the_architecture_twin(df, tmp
     rows = pd.concat([df, dataset.load_results(tmp_path / "more")], ignore_index=True)
     table = by_model(view_table("Selected", rows, **NEWEST))
     assert table.at["meta-llama/Llama-3.1-8B-Instruct", "note"] == (
-        "model twin tiny/meta-llama--Llama-3.1-8B-Instruct: FAIL at compile: FailOnRecompileLimitHit: "
-        "cumulative_length_int")
-    assert table.at["meta-llama/Llama-3.2-1B-Instruct", "note"] == "architecture twin tiny/llama: PASS"
+        f"model twin tiny/meta-llama--Llama-3.1-8B-Instruct {PAIR}: FAIL at compile: FailOnRecompileLimitHit: "
+        "cumulative_length_int; architecture twin tiny/llama in the same pair: PASS (exact)")
+    assert table.at["meta-llama/Llama-3.2-1B-Instruct", "note"] == f"architecture twin tiny/llama {PAIR}: PASS (exact)"
     architectures = view_table("Architectures", rows, **NEWEST)
     assert "tiny/meta-llama--Llama-3.1-8B-Instruct" not in set(architectures.model)
     assert "tiny/llama" in set(architectures.model)

@@ -146,6 +146,60 @@ def test_a_field_the_shrink_changed_beyond_sizes_refuses_the_twin(tmp_path):
         build._own_record(spec, built)
 
 
+def test_a_model_twin_changes_sizes_only_besides_a_closed_list_each_with_its_reason():
+    """The rule docs/design.md and the README state: sizes only, except the closed list NON_SIZE_CHANGES (token ids
+    remapped into the shrunk vocabulary, the output head untied, use_cache under sentence-transformers); any other
+    change, use_cache on a text generator included, refuses the twin."""
+    from neuronhelpers.twins.own import NON_SIZE_CHANGES, non_size_change
+
+    assert set(NON_SIZE_CHANGES) == {"token ids", "tie_word_embeddings", "use_cache (sentence-transformers)"}
+    assert all(len(reason) > 40 for reason in NON_SIZE_CHANGES.values())  # each says why
+    base = {**PHI3, "tie_word_embeddings": True, "eos_token_id": 32000, "use_cache": True}
+    changed = {**base, "tie_word_embeddings": False, "eos_token_id": 0, "use_cache": False}
+    changes = config_changes(base, changed)
+    assert unkept(changes) == ["use_cache"]  # a text generator's use_cache is not on the list
+    assert unkept(changes, FEATURE_EXTRACTION) == []
+    assert non_size_change("text_config.image_token_id") == "token ids"
+    assert non_size_change("sliding_window") is None and non_size_change("model_id") is None
+
+
+def test_a_model_twin_carries_the_models_own_generation_config_with_its_token_ids_remapped(tmp_path):
+    """generate() reads use_cache and the token ids from generation_config.json: a model twin writes the model's own
+    where its config came with one (the corpus's Yi-1.5-9B-Chat-16K: none sets use_cache), ids as the twin's config."""
+    from neuronhelpers.twins.own import GENERATION_CONFIG, carry_generation_config
+
+    folder = _folder(tmp_path, "acme--gen", {**PHI3, "bos_token_id": 1, "eos_token_id": 32000})
+    (folder / GENERATION_CONFIG).write_text(json.dumps({"bos_token_id": 1, "eos_token_id": 32000,
+                                                        "pad_token_id": 32001, "do_sample": False}))
+    spec = model_twin_spec(str(folder))
+    built = tmp_path / "built"
+    built.mkdir()
+    (built / "config.json").write_text(json.dumps({**PHI3, "bos_token_id": 1, "eos_token_id": 3, "vocab_size": 400}))
+    assert carry_generation_config(spec, built)
+    written = json.loads((built / GENERATION_CONFIG).read_text())
+    assert written == {"bos_token_id": 1, "eos_token_id": 3, "do_sample": False}  # 32001: beyond the twin's vocabulary
+    yi = json.loads(model_twin_spec("01-ai/Yi-1.5-9B-Chat-16K").own)
+    assert "use_cache" not in json.loads(yi["files"][GENERATION_CONFIG])
+    assert not carry_generation_config(model_twin_spec("01-ai/Yi-1.5-6B-Chat"), built)  # no copy: transformers' own
+
+
+def test_a_corpus_twin_carries_where_its_config_came_from():
+    """The row's config_* columns come from SOURCE.json: repo@commit:path, the form, whether the Hub id was inferred,
+    and for the models whose own config turns the verdict whether a second copy was found."""
+    from neuronhelpers.twins.corpus import PROVENANCE_KEYS, provenance
+
+    source = json.loads(model_twin_spec("01-ai/Yi-1.5-6B-Chat").own)["source"]
+    assert set(source) == set(PROVENANCE_KEYS)
+    assert source["config_source"] == ("github:Girafboy/pytorchKQI@4adb1da:llms/01-ai/Yi-1.5-6B-Chat/config.json")
+    assert source["config_corroboration"].startswith("single copy")
+    assert provenance("microsoft/phi-1")["config_id_inferred"] is True
+    assert provenance("microsoft/Phi-3.5-mini-instruct")["config_corroboration"].startswith("corroborated")
+    looked = [r for r in records().values() if r.get("corroboration")]
+    assert len(looked) == 14 and all(r["corroboration"]["summary"].split(":")[0] in
+                                     ("corroborated", "single copy", "differs") for r in looked)
+    assert provenance("google/gemma-3-270m") is None  # no copy of its config: its twin comes from the shelf
+
+
 def test_an_older_configs_own_names_for_sizes_are_sizes():
     """gpt2 names its sizes n_head, n_layer, n_embd (aliases in GPT2Config.attribute_map): shrinking them is a size
     change, so the twin is built, while its activation or window still may not change."""

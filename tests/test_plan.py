@@ -105,3 +105,19 @@ def test_forcing_cores_checks_the_split():
         plan_model(resolve_model("tiny/llama"), get_backend("cpu"), cores=3)
     forced = plan_model(resolve_model("tiny/llama"), get_backend("cpu"), cores=2)
     assert (forced.cores, forced.parallelism) == (2, "tp")
+
+
+def test_offline_plan_counts_a_corpus_models_parameters_from_its_config_instead_of_failing(tmp_path):
+    """A Hub id not at hand offline whose config the package holds is planned from that config (parameters counted on
+    the meta device, no weights), and the plan says so; the catalog's answer comes first, naming its pair."""
+    from conftest import run_cli
+
+    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "NEURONHELPERS_HOME": str(tmp_path / "home")}
+    proc = run_cli("plan", "microsoft/Phi-3.5-mini-instruct", "--backend", "neuron", env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "not at hand offline: planned from its config alone" in out
+    assert "3.82B parameters" in out and "counted from the copy of its config the package holds" in out
+    assert "1 core, parallelism none" in out
+    unknown = run_cli("plan", "nobody/not-in-the-corpus", env=env, timeout=300)
+    assert unknown.returncode != 0 and len(unknown.stderr.strip().splitlines()) == 1

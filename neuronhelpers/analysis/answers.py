@@ -39,8 +39,9 @@ NOT_ISOLATED = "not isolated"
 
 # The columns that say which version pair a row belongs to, and those an answer reads.
 PAIR_COLUMNS = ["compiler", "compiler_version", "library", "library_version"]
-_ANSWER_COLUMNS = ["model_id", "task", "twin_of", "result", "stage", "cause", "verification", "check_sensitive",
-                   "config_source", "config_form", "config_id_inferred", "config_corroboration", *PAIR_COLUMNS]
+ANSWER_COLUMNS = ["model_id", "task", "twin_of", "twin_from", "result", "stage", "cause", "verification",
+                  "check_sensitive", "config_source", "config_form", "config_id_inferred", "config_corroboration",
+                  *PAIR_COLUMNS]
 # How a corpus copy was written, in words (corpus SOURCE.json's "form").
 _FORM_WORDS = {"json file": "copied as a JSON file", "python literal": "re-serialized from a Python literal",
                "json string": "copied from a JSON string inside another file",
@@ -164,7 +165,7 @@ class Answers:
 
     def __init__(self, rows: pd.DataFrame):
         rows = rows if not rows.empty else rows.iloc[0:0]
-        rows = rows.assign(**{c: None for c in _ANSWER_COLUMNS if c not in rows})
+        rows = rows.assign(**{c: None for c in ANSWER_COLUMNS if c not in rows})
         twins = rows[rows["twin_of"].notna()]
         self.by_task, self.by_type, self.by_model = {}, {}, {}  # the newest pair's record of each
         self._arch_in_pair: dict[tuple, object] = {}
@@ -174,12 +175,12 @@ class Answers:
             ["compiler_version", "library_version", "library", "compiler"]].itertuples(index=False)])
         ranked = ranked.sort_values("pair_rank", ascending=False, kind="stable")  # oldest first: the newest overwrites
         is_own = model_twin_rows(ranked)
-        for record in ranked[~is_own][[*_ANSWER_COLUMNS, "pair_rank"]].itertuples(index=False):
+        for record in ranked[~is_own][[*ANSWER_COLUMNS, "pair_rank"]].itertuples(index=False):
             self.by_task[(record.task, record.twin_of)] = record
             self.by_type[record.twin_of] = record
             self._arch_in_pair[(record.pair_rank, record.task, record.twin_of)] = record
             self._arch_in_pair.setdefault((record.pair_rank, None, record.twin_of), record)
-        for record in ranked[is_own][[*_ANSWER_COLUMNS, "pair_rank"]].itertuples(index=False):
+        for record in ranked[is_own][[*ANSWER_COLUMNS, "pair_rank"]].itertuples(index=False):
             hub_id = hub_id_of_twin(record.model_id)
             if hub_id:
                 self.by_model[hub_id] = record
@@ -188,7 +189,7 @@ class Answers:
             weights = rows["weights"] if "weights" in rows else [None] * len(rows)
             mask = [measured_on_trainium(b, w, m) for b, w, m in zip(rows["backend"], weights, rows["model_id"],
                                                                      strict=True)]
-            for record in newest_per_model(rows[mask])[_ANSWER_COLUMNS].itertuples(index=False):
+            for record in newest_per_model(rows[mask])[ANSWER_COLUMNS].itertuples(index=False):
                 self.trainium[record.model_id] = record
 
     @staticmethod

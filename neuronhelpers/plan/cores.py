@@ -212,7 +212,7 @@ def meta_parameters(config, task: str) -> int | None:
     import torch
     import transformers
 
-    auto = transformers.AutoModelForImageTextToText if task == "image-text-to-text" else \
+    auto = transformers.AutoModelForImageTextToText if task == vocab.IMAGE_TEXT_TO_TEXT else \
         transformers.AutoModelForCausalLM
     try:
         with torch.device("meta"):

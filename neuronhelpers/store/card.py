@@ -64,6 +64,8 @@ def _protocol() -> str:
                                  for dtype, b in vocab.EMBEDDING_TOLERANCE.items())
     image_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_psnr_db']:g} dB"
                              for dtype, b in vocab.IMAGE_TOLERANCE.items())
+    measured_bounds = "; ".join(f"{backend} {dtype}: {b['max_abs_diff']:g} / {b['min_psnr_db']:g} dB"
+                                for (backend, dtype), b in vocab.IMAGE_TOLERANCE_MEASURED.items())
     encode, draw = TASK_INPUTS[vocab.FEATURE_EXTRACTION], TASK_INPUTS[vocab.TEXT_TO_IMAGE]
     listen = TASK_INPUTS[vocab.AUTOMATIC_SPEECH_RECOGNITION]
     return f"""## Test protocol
@@ -87,7 +89,8 @@ native size. Their outputs are compared as numbers
 with the CPU reference: `exact` when bitwise equal, `within_tolerance` when within both bounds for the dtype, else FAIL
 at `mismatch`; `tolerance`, `max_abs_diff` and `min_cosine` / `psnr_db` record the figures. Embeddings (max abs
 difference / lowest cosine similarity): {embedding_bounds}. Images, pixels in [0, 1] (max abs difference / lowest
-PSNR): {image_bounds}.
+PSNR): {image_bounds}; where compiled runs were measured, {vocab.IMAGE_MARGIN} times the largest difference any
+compiled run showed instead ({measured_bounds}), so that a wrong image cannot pass under a loose bound.
 
 What `generate()` compiles: the decode step, one token at a time against the static cache (`unique_graphs` counts
 the graphs). The prompt's prefill runs eagerly (transformers' `generate()` calls the uncompiled forward for it), and

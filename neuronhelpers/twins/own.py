@@ -120,8 +120,7 @@ def _source(where: str, form: str) -> dict:
 
 
 def _hub_files(model_id: str) -> tuple[dict, str, str | None]:
-    """(files, where they were read, the config's source as a row says it: ``hub:org/name@commit``, ``shelf:...``;
-    None for the corpus, whose SOURCE.json says it)."""
+    """(files, where read, source: ``hub:org/name@commit`` or ``shelf:...``; None for the corpus: SOURCE.json's)."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,
@@ -172,16 +171,25 @@ def _hub_files(model_id: str) -> tuple[dict, str, str | None]:
     shipped = corpus.corpus_files(model_id)
     if shipped is not None:
         return {name: data.decode() for name, data in shipped.items()}, READ_CORPUS, None
-    shelf = shelf_model_folder(model_id)  # a real checkpoint from a registry package (models/shelf.py), installed
-    if (shelf / SHELF_PROVENANCE).is_file() and (shelf / "config.json").is_file():
-        packages = json.loads((shelf / SHELF_PROVENANCE).read_text()).get("packages") or []
-        return ({name: (shelf / name).read_text() for name in ("config.json", "modules.json")
-                 if (shelf / name).is_file()}, READ_SHELF, "shelf:" + ",".join(packages))
+    shelved = _shelf_files(model_id)
+    if shelved is not None:
+        return shelved
     why = (corpus.why_missing(model_id) or "").split(". ")[0].split(" | ")[0]  # its first sentence: one line
     raise UserError(f"the config of '{model_id}' is not at hand offline (not in the Hugging Face cache"
                     + (f"; the corpus says: {why}" if why else ", nor in the corpus shipped with neuronhelpers")
                     + f"): fetch it where there is network (hf download {model_id} config.json), or give a folder "
                     "holding its config.json")
+
+
+def _shelf_files(model_id: str) -> tuple[dict, str, str] | None:
+    """The config of a real checkpoint from a registry package (models/shelf.py), installed, with the packages it came
+    from; None where the shelf holds none."""
+    shelf = shelf_model_folder(model_id)
+    if not ((shelf / SHELF_PROVENANCE).is_file() and (shelf / "config.json").is_file()):
+        return None
+    packages = json.loads((shelf / SHELF_PROVENANCE).read_text()).get("packages") or []
+    return ({name: (shelf / name).read_text() for name in ("config.json", "modules.json") if (shelf / name).is_file()},
+            READ_SHELF, "shelf:" + ",".join(packages))
 
 
 def model_task(config: dict, files: dict) -> str:

@@ -48,12 +48,12 @@ def verdict_words(result, stage=None, verification=None, check_sensitive=None) -
     if result == vocab.PASS:
         how = verification if isinstance(verification, str) and verification else None
         if check_sensitive is True:
-            return f"PASS ({how + ', ' if how else ''}the check could fail)"
+            return f"{vocab.PASS} ({how + ', ' if how else ''}the check could fail)"
         if check_sensitive is False:
-            return f"PASS ({how + '; ' if how else ''}the check could not have failed)"
-        return f"PASS ({how})" if how else "PASS"
+            return f"{vocab.PASS} ({how + '; ' if how else ''}the check could not have failed)"
+        return f"{vocab.PASS} ({how})" if how else vocab.PASS
     if result == vocab.FAIL:
-        return f"FAIL at {stage}" if isinstance(stage, str) and stage else "FAIL"
+        return f"{vocab.FAIL} at {stage}" if isinstance(stage, str) and stage else vocab.FAIL
     if result == vocab.UNTESTED and isinstance(stage, str) and stage:
         return f"{vocab.UNTESTED} ({stage})"
     return str(result)

@@ -62,6 +62,7 @@ from neuronhelpers.ui.explorer.markup import (
                                               render_table_html,
 )
 from neuronhelpers.ui.explorer.summaries import (
+                                              PASS_COULD_NOT_FAIL,
                                               family_pass_rates,
                                               render_family_svg,
                                               render_static_html,
@@ -72,7 +73,8 @@ from neuronhelpers.ui.explorer.summaries import (
 from neuronhelpers.ui.explorer.widget import Explorer, explore
 
 __all__ = [
-    "DEFAULT_LIBRARY", "MEASURES", "NO_ROW", "RANKED_VIEWS", "RESULT_ORDER", "TABLE_COLUMNS", "TASKS", "VIEW_COLUMNS",
+    "DEFAULT_LIBRARY", "MEASURES", "NO_ROW", "PASS_COULD_NOT_FAIL", "RANKED_VIEWS", "RESULT_ORDER", "TABLE_COLUMNS",
+    "TASKS", "VIEW_COLUMNS",
     "VIEWS", "Explorer", "TwinVerdicts", "cell_html", "dataset_notices", "download_link", "explore",
     "family_pass_rates", "filter_by_name", "highlight_python", "model_detail", "newest_pair", "normalise_results",
     "render_detail_html", "render_family_svg", "render_notices_html", "render_static_html", "render_summary_html",

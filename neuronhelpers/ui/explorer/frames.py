@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from neuronhelpers.analysis.agreement import model_twin_rows, trainium_rows
-from neuronhelpers.analysis.answers import Answers
+from neuronhelpers.analysis.answers import ANSWER_COLUMNS, Answers
 from neuronhelpers.core import vocab
 from neuronhelpers.core.versions import NEURON_COMPILER
 from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS
@@ -39,9 +39,11 @@ RAN_ON = "ran on"  # the table's column for what a row ran on (schema.ran_on: Tr
 TESTED = "tested"  # the day a row's run finished
 TABLE_COLUMNS = ["model", "task", "architecture", "result", RAN_ON, "evidence", *[m[0] for m in MEASURES], "failed at",
                  TESTED, "note"]
-# The row columns a view table reads.
+# The row columns a view table reads, and those the answer for an untested model reads (analysis/answers.py).
 VIEW_COLUMNS = ["model_id", "task", "model_type", "twin_of", "result", "stage", "error", "cause", "weights", "evidence",
-                "declared_fullgraph", "backend", "library", "timestamp", *[m[1] for m in MEASURES]]
+                "declared_fullgraph", "backend", "library", "timestamp", *[m[1] for m in MEASURES],
+                *[c for c in ANSWER_COLUMNS if c not in ("model_id", "task", "twin_of", "result", "stage", "cause",
+                                                         "library")]]
 # The Architectures view's column for the models of the architecture measured on Trainium (analysis/agreement).
 ON_TRAINIUM = "on Trainium"
 # The Architectures view's column for transformers' own claim (_can_compile_fullgraph) beside the measured verdict.
