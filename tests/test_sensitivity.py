@@ -197,3 +197,19 @@ def test_a_twin_that_settles_on_one_token_gets_embeddings_that_bring_the_input_b
         assert chosen["embedding_std"] == std and chosen["perturbation_changes"] is True
         assert chosen["distinct_tokens"] >= MIN_DISTINCT
         assert ((folder / "model.safetensors").read_bytes() == before) is (std is None)
+
+
+def test_the_card_counts_pass_whose_check_could_not_fail_apart_per_pair():
+    """The card's results table: per version pair, PASS (checks that could fail) and beside it PASS whose check could
+    not have failed; the pass rate leaves the second out."""
+    import pandas as pd
+
+    from neuronhelpers.store import schema
+
+    rows = pd.DataFrame([result_row("tiny/a", evidence="exact", check_sensitive=True),
+                         result_row("tiny/b", evidence="insensitive_check", check_sensitive=False),
+                         result_row("tiny/c", "FAIL")], columns=schema.COLUMN_NAMES)
+    [counts] = card.result_counts(rows)
+    assert (counts["pass"], counts["could_not"], counts["fail"], counts["rate"]) == (1, 1, 1, "50%")
+    text = card.render_card(rows)
+    assert "| inductor 2.13.0, transformers 5.23.0 | 1 | 1 | 1 | 0 | 0 | 50% |" in text

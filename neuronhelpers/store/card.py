@@ -239,12 +239,56 @@ it.
 """
 
 
+def result_counts(rows) -> list[dict]:
+    """Per version pair, newest first, each model's newest row counted: PASS whose check could fail, PASS whose check
+    could not have failed (evidence insensitive_check), FAIL, EXCLUDED, UNTESTED, and the pass rate of the first kind
+    of PASS over it and FAIL."""
+    from neuronhelpers.verdict.evidence import could_not_fail
+
+    out = []
+    if rows is None or rows.empty or "compiler_version" not in rows:
+        return out
+    for library, version, library_version in dataset.version_pairs(rows):
+        pair = rows[(rows.library == library) & (rows.compiler_version == version)
+                    & (rows.library_version == library_version)]
+        newest = dataset.newest_per_model(pair)
+        evidence = newest["evidence"] if "evidence" in newest else [None] * len(newest)
+        could_not = sum(could_not_fail(r, e) for r, e in zip(newest["result"], evidence, strict=True))
+        count = newest["result"].value_counts()
+        passed, failed = int(count.get(vocab.PASS, 0)) - could_not, int(count.get(vocab.FAIL, 0))
+        compiler = next(iter(pair["compiler"].dropna()), "compiler") if "compiler" in pair else "compiler"
+        out.append({"pair": f"{compiler} {version}, {library} {library_version}", "pass": passed,
+                    "could_not": could_not, "fail": failed, "excluded": int(count.get(vocab.EXCLUDED, 0)),
+                    "untested": int(count.get(vocab.UNTESTED, 0)),
+                    "rate": f"{100 * passed / (passed + failed):.0f}%" if passed + failed else "-"})
+    return out
+
+
+def _results(rows) -> str:
+    counts = result_counts(rows)
+    if not counts:
+        return ""
+    lines = "\n".join(f"| {c['pair']} | {c['pass']} | {c['could_not']} | {c['fail']} | {c['excluded']} | "
+                      f"{c['untested']} | {c['rate']} |" for c in counts)
+    return f"""## Results in these files
+
+Each model's newest row per version pair. PASS counts the checks that could have failed; a PASS whose check could not
+(the model with its middle block perturbed passed too: evidence `insensitive_check`) is counted beside it, and the pass
+rate (PASS / (PASS + FAIL)) leaves it out.
+
+| version pair | PASS | PASS whose check could not have failed | FAIL | EXCLUDED | UNTESTED | pass rate |
+| --- | --- | --- | --- | --- | --- | --- |
+{lines}
+
+"""
+
+
 def render_card(rows=None, title: str | None = None) -> str:
     """The dataset card (README.md), every explanation generated from the vocabulary and the schema; ``rows`` (a frame
-    with model_id, backend and weights) decides the title and the counts of what the rows ran on."""
+    with model_id, backend and weights) decides the title, the counts of what the rows ran on and of their results."""
     counts = ran_on_counts(rows)
-    return (_front_matter() + _introduction(title or card_title(counts)) + _ran_on(counts) + _protocol()
-            + _vocabulary() + _layout_and_columns() + _published_layout())
+    return (_front_matter() + _introduction(title or card_title(counts)) + _ran_on(counts) + _results(rows)
+            + _protocol() + _vocabulary() + _layout_and_columns() + _published_layout())
 
 
 def write_card(folder: str | Path) -> Path:
