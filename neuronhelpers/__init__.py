@@ -25,7 +25,8 @@ reads the recipe's own source). Each is loaded on first use; ``import neuronhelp
 
     run_model, plan_run, summary_line, saved_output, render_run_py, recipe_params, render_requirements, plan_model,
     plan_cores, per_rank_layout, resolve_model, build_twin, broken_twin, perturbed_twin, twin_spec, architectures,
-    verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, ranked_lines, twin_agreement,
+    verify_outputs, compare_tokens, make_judge, rank_causes, untested_reasons, verdict_counts_line, ranked_lines,
+    twin_agreement,
     architecture_twin_rows, Answers, own_config_effects, own_config_line, read_isolated,
     agreement_line, trainium_agreement, trainium_agreement_line, declared_vs_measured, disagreement_line,
     load_results, version_pairs, select_pair, current_or_newest, newest_per_model, verdicts_per_pair,
@@ -66,6 +67,7 @@ EXPORTS = {
     "make_judge": "neuronhelpers.run.judge:make_judge",
     "rank_causes": "neuronhelpers.analysis.causes:rank_causes",
     "untested_reasons": "neuronhelpers.analysis.causes:untested_reasons",
+    "verdict_counts_line": "neuronhelpers.analysis.causes:verdict_counts_line",
     "twin_agreement": "neuronhelpers.analysis.agreement:twin_agreement",
     "agreement_line": "neuronhelpers.analysis.agreement:agreement_line",
     "architecture_twin_rows": "neuronhelpers.analysis.agreement:architecture_twin_rows",
