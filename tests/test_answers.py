@@ -77,11 +77,11 @@ def test_the_answer_says_whose_copy_of_the_config_it_stands_on_and_what_it_could
                    result_row("tiny/01-ai--Yi-1.5-6B-Chat", "FAIL", twin_of="llama", model_type="llama", twin_from=yi,
                               cause=cause, config_source="github:Girafboy/pytorchKQI@4adb1da:llms/x/config.json",
                               config_form="python literal", config_id_inferred=True,
-                              config_corroboration="single copy: use_cache seen in this copy only")])
+                              config_corroboration="uncorroborated: use_cache seen in this copy only")])
     line = Answers(table).answer(yi, "llama").line()
     assert ("its own twin, from a copy of its config (GitHub Girafboy/pytorchKQI@4adb1da; re-serialized from a Python "
-            "literal; the Hub id inferred from a file, folder or variable name; not checked against the Hub; single "
-            "copy: use_cache seen in this copy only)") in line
+            "literal; the Hub id inferred from a file, folder or variable name; not checked against the Hub; "
+            "uncorroborated: use_cache seen in this copy only)") in line
     assert "generate() reads use_cache from the checkpoint's generation_config.json, of which no copy was found" in line
     hub = frame([result_row("tiny/acme--m", twin_of="llama", model_type="llama", twin_from="acme/m",
                             config_source="hub:acme/m@abc1234", config_form="json file")])

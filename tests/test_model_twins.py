@@ -191,12 +191,12 @@ def test_a_corpus_twin_carries_where_its_config_came_from():
     source = json.loads(model_twin_spec("01-ai/Yi-1.5-6B-Chat").own)["source"]
     assert set(source) == set(PROVENANCE_KEYS)
     assert source["config_source"] == ("github:Girafboy/pytorchKQI@4adb1da:llms/01-ai/Yi-1.5-6B-Chat/config.json")
-    assert source["config_corroboration"].startswith("single copy")
+    assert source["config_corroboration"].startswith("uncorroborated: use_cache seen in this copy only")
     assert provenance("microsoft/phi-1")["config_id_inferred"] is True
     assert provenance("microsoft/Phi-3.5-mini-instruct")["config_corroboration"].startswith("corroborated")
     looked = [r for r in records().values() if r.get("corroboration")]
     assert len(looked) == 14 and all(r["corroboration"]["summary"].split(":")[0] in
-                                     ("corroborated", "single copy", "differs") for r in looked)
+                                     ("corroborated", "uncorroborated") for r in looked)
     assert provenance("google/gemma-3-270m") is None  # no copy of its config: its twin comes from the shelf
 
 

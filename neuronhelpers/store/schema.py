@@ -38,8 +38,8 @@ COLUMNS = [
     ("config_id_inferred", pa.bool_(), "for a model twin: true where the copy of its config does not name the Hub id "
      "and it was inferred from a file, folder or variable name"),
     ("config_corroboration", pa.string(), "for a model twin whose own config turns its architecture's verdict: "
-     "`corroborated` (a second public copy has the same deciding field), `single copy` (no second copy found) or "
-     "`differs` (a second copy has another value), with where; null where no second copy was looked for"),
+     "`corroborated` (a second public copy has the same deciding field, named) or `uncorroborated` (no second copy "
+     "found, or one with another value), with what was seen; null where no second copy was looked for"),
     ("weights", pa.string(), "where the weights came from: `hub` (the Hub checkpoint), `shelf: ...` (a real checkpoint "
      "a registry package ships, e.g. a GGUF dequantized to float32: evidence, not the Hub checkpoint's result, and "
      "never published), `twin: random` (a tiny twin) or `folder` (a local folder)"),

@@ -88,8 +88,8 @@ def provenance(model_id: str) -> dict | None:
     """Where the corpus's copy of a model's config.json came from, as a row carries it: ``config_source``
     (``github:owner/repo@commit7:path``, or ``package:name==version:path``), ``config_form`` (how the copy was written
     there: a JSON file, a Python literal, a JSON string, a package file), ``config_id_inferred`` (the source does not
-    name the Hub id: it was inferred from a variable or folder name) and ``config_corroboration`` (``corroborated``,
-    ``single copy`` or ``differs``, with where, for the models a second copy was looked for; None elsewhere). None
+    name the Hub id: it was inferred from a variable or folder name) and ``config_corroboration`` (``corroborated`` or
+    ``uncorroborated``, with what was seen, for the models a second copy was looked for; None elsewhere). None
     for a model the corpus holds no config of."""
     record = records().get(model_id)
     copied = (record or {}).get("files", {}).get("config.json")
