@@ -203,3 +203,22 @@ def test_the_measurings_eager_run_runs_the_model_on_the_device_with_nothing_comp
     payload = json.loads(proc.stdout.strip().splitlines()[-1])
     assert payload["ok"] and payload["mode"] == "eager", payload.get("error")
     assert payload["model_id"] == model and "dynamo" not in payload  # nothing compiled, nothing measured
+
+
+@pytest.mark.slow
+def test_a_mismatch_the_static_cache_causes_on_cpu_is_not_blamed_on_the_compiler(tmp_path):
+    """tiny/bert (an encoder run as a causal LM, is_decoder left as its checkpoints have it) writes other tokens with
+    the static cache than with the dynamic cache the reference uses, on CPU with nothing compiled: the row stays FAIL at
+    mismatch with the static-cache cause. The CPU rendering a device other than CPU would run (run.py --eager on CPU)
+    writes those same tokens."""
+    from neuronhelpers.run import harness
+
+    row = harness.run_model("tiny/bert", workdir=tmp_path / "run")
+    assert (row["result"], row["stage"], row["cause"]) == ("FAIL", "mismatch", vocab.CAUSE_STATIC_CACHE), row["error"]
+    assert row["eager_equals_compiled"] is True and "not the compiler" in row["error"]
+    planned = harness.prepare_run("tiny/bert")
+    run = harness._RunFolder.write(planned, tmp_path / "again", None)
+    checks = harness._Checks(600, None, None, None, None, None)
+    tokens = harness._static_cache_tokens_on_cpu(planned, run, {**row, "eager_equals_compiled": None}, checks)
+    assert tokens == row["tokens"]
+    assert (tmp_path / "again" / "static_cache_cpu.stdout.txt").is_file()
