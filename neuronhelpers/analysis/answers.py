@@ -144,6 +144,13 @@ def generation_caveat(hub_id: str | None, cause: str | None) -> str | None:
             f"{GENERATION_CONFIG}, of which no copy was found: it holds only if that file sets it too")
 
 
+def _pair_keys(frame: pd.DataFrame) -> list[tuple]:
+    """Each row's (compiler version, library version, library, compiler), a missing value as None (NaN never equals
+    itself, so it could not key a dict)."""
+    return [tuple(None if pd.isna(v) else v for v in r) for r in frame[
+        ["compiler_version", "library_version", "library", "compiler"]].itertuples(index=False)]
+
+
 def _pair_order(frame: pd.DataFrame) -> list[tuple]:
     """The (compiler version, library version, library, compiler) pairs of ``frame``, newest first."""
     def key(value):
@@ -152,8 +159,7 @@ def _pair_order(frame: pd.DataFrame) -> list[tuple]:
         except InvalidVersion:
             return (0, Version("0"))
 
-    pairs = {tuple(r) for r in frame[["compiler_version", "library_version", "library", "compiler"]].itertuples(
-        index=False)}
+    pairs = set(_pair_keys(frame))
     return sorted(pairs, key=lambda p: (key(p[0]), key(p[1]), str(p[2]), str(p[3])), reverse=True)
 
 
@@ -171,8 +177,7 @@ class Answers:
         self._arch_in_pair: dict[tuple, object] = {}
         newest = newest_per_model(twins, key=["model_id", *PAIR_COLUMNS]) if not twins.empty else twins
         order = {pair: rank for rank, pair in enumerate(_pair_order(newest))} if not newest.empty else {}
-        ranked = newest.assign(pair_rank=[order[tuple(p)] for p in newest[
-            ["compiler_version", "library_version", "library", "compiler"]].itertuples(index=False)])
+        ranked = newest.assign(pair_rank=[order[p] for p in _pair_keys(newest)])
         ranked = ranked.sort_values("pair_rank", ascending=False, kind="stable")  # oldest first: the newest overwrites
         is_own = model_twin_rows(ranked)
         for record in ranked[~is_own][[*ANSWER_COLUMNS, "pair_rank"]].itertuples(index=False):
