@@ -25,6 +25,7 @@ from neuronhelpers.core.vocab import (
     FAIL,
     PASS,
 )
+from neuronhelpers.run.remedies import remedies_line
 from neuronhelpers.store.dataset import newest_per_model
 from neuronhelpers.store.schema import measured_on_trainium
 from neuronhelpers.twins.corpus import model_id_of
@@ -41,7 +42,7 @@ NOT_ISOLATED = "not isolated"
 PAIR_COLUMNS = ["compiler", "compiler_version", "library", "library_version"]
 ANSWER_COLUMNS = ["model_id", "task", "twin_of", "twin_from", "result", "stage", "cause", "verification",
                   "check_sensitive", "config_source", "config_form", "config_id_inferred", "config_corroboration",
-                  *PAIR_COLUMNS]
+                  "remedies", *PAIR_COLUMNS]
 # How a corpus copy was written, in words (corpus SOURCE.json's "form").
 _FORM_WORDS = {"json file": "copied as a JSON file", "python literal": "re-serialized from a Python literal",
                "json string": "copied from a JSON string inside another file",
@@ -64,6 +65,7 @@ class Answer:
     check_sensitive: bool | None = None
     source: str | None = None
     caveat: str | None = None
+    remedies: str | None = None  # a FAIL's remedies as tried (run/remedies.remedies_line), beside the verdict
     architecture: Answer | None = None
 
     @property
@@ -78,6 +80,8 @@ class Answer:
         text += (f" ({self.pair}): " if self.pair else ": ") + self.verdict
         if self.result != PASS and self.cause:
             text += f": {self.cause}"
+        if self.result == FAIL and self.remedies:
+            text += f"; what would make it run: {self.remedies}"
         for extra in (self.source, self.caveat):
             if extra:
                 text += f"; {extra}"
@@ -202,7 +206,8 @@ class Answers:
         sensitive = getattr(record, "check_sensitive", None)
         return Answer(kind, record.model_id, record.result, _text(record.stage), _text(record.cause),
                       pair=pair_words(record), verification=_text(getattr(record, "verification", None)),
-                      check_sensitive=sensitive if isinstance(sensitive, bool) else None, **extra)
+                      check_sensitive=sensitive if isinstance(sensitive, bool) else None,
+                      remedies=remedies_line(getattr(record, "remedies", None)), **extra)
 
     def _architecture(self, model_type, task, rank=None):
         if rank is not None:

@@ -127,8 +127,17 @@ def cmd_render(args) -> int:
     plan = plan_model(ref, backend, dtype=args.dtype, cores=args.cores)
     if plan.excluded:
         raise UserError(f"{ref.model_id} is not run: {plan.excluded}")
-    print(render_run_py(recipe_params(ref, backend, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
-                                      cores=plan.cores, parallelism=plan.parallelism)), end="")
+    params = recipe_params(ref, backend, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
+                           cores=plan.cores, parallelism=plan.parallelism)
+    if args.remedy:
+        from neuronhelpers.recipes.remedies import REMEDIES
+
+        if args.remedy not in REMEDIES or ref.task not in (vocab.TEXT_GENERATION, vocab.IMAGE_TEXT_TO_TEXT,
+                                                           vocab.AUTOMATIC_SPEECH_RECOGNITION):
+            raise UserError(f"--remedy {args.remedy}: the remedies are {', '.join(REMEDIES)}, for transformers "
+                            "models (what `sweep --remedies` tries after a FAIL)")
+        params["remedy"] = args.remedy
+    print(render_run_py(params), end="")
     return 0
 
 
@@ -149,7 +158,8 @@ def _sweep(models: list[str], args, backend, include_excluded: bool) -> list[dic
         print(report.summary())
         return rows
     return sweep_models(models, args.out, backend=backend, jobs=args.jobs, timeout=args.timeout, rerun=rerun,
-                        progress=not args.no_progress, memory_limit_bytes=memory, include_excluded=include_excluded)
+                        progress=not args.no_progress, memory_limit_bytes=memory, include_excluded=include_excluded,
+                        remedies=getattr(args, "remedies", False))
 
 
 def _summarise(models: list[str], rows: list[dict], args, backend, include_excluded: bool) -> None:

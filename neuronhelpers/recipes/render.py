@@ -22,6 +22,7 @@ RECIPE_FILES = {vocab.TRANSFORMERS: "transformers_generate.py",
                 vocab.SENTENCE_TRANSFORMERS: "sentence_transformers_encode.py",
                 vocab.DIFFUSERS: "diffusers_pipeline.py"}
 SCAFFOLD_FILE = "scaffold.py"
+_MAIN = 'if __name__ == "__main__":\n'  # the last lines of every run.py; a remedy's block goes just before
 
 _PARAMS_BLOCK = re.compile(r"(# --- parameters \(rendered\) ---\n).*?(\n# --- end parameters ---)", re.S)
 _BANNER = re.compile(r"^# ---- (.+?) -*$", re.M)
@@ -90,7 +91,7 @@ def template_text(library: str = vocab.TRANSFORMERS, sharded: bool = True, task:
     launch = [shared["sharded launch"]] if sharded else [ONE_CORE_NOTE] if shards else []
     parts = [docstring.strip() + "\n", shared["imports"], shared["parameters"], shared["main"],
              shared["the Trainium contract"], *(body for _, body in own), *launch, *helpers, scaffold_helpers,
-             'if __name__ == "__main__":\n    sys.exit(main(sys.argv[1:]))\n']
+             _MAIN + '    sys.exit(main(sys.argv[1:]))\n']
     return "\n\n".join(part.strip("\n") + "\n" for part in parts)
 
 
@@ -132,6 +133,11 @@ def render_run_py(params: dict) -> str:
     text, count = _PARAMS_BLOCK.subn(lambda m: m.group(1) + block + m.group(2), template, count=1)
     if count != 1:
         raise RuntimeError("recipes/scaffold.py lost its parameters block")
+    if params.get("remedy"):  # one change, and only where a remedy is asked for: the unmodified file is unchanged
+        from neuronhelpers.recipes.remedies import remedy_block
+
+        head, main = text.rsplit(_MAIN, 1)
+        text = f"{head}{remedy_block(params['remedy'])}\n\n{_MAIN}{main}"
     return text
 
 

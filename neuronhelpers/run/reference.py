@@ -21,7 +21,9 @@ from neuronhelpers.core.versions import distribution_version
 from neuronhelpers.recipes.render import template_text
 
 # Parameters that say where and how the device run happens: the CPU reference does not depend on them.
-_DEVICE_PARAMS = ("model_id", "backend", "device", "compile_backend", "dist_backend", "cores", "parallelism")
+# What the CPU reference does not depend on: where the device run goes, and a remedy (a change to the device's run
+# only: a remedy run is checked against the unmodified model's reference).
+_DEVICE_PARAMS = ("model_id", "backend", "device", "compile_backend", "dist_backend", "cores", "parallelism", "remedy")
 
 
 def reference_dir() -> Path:

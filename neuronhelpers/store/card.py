@@ -283,12 +283,58 @@ rate (PASS / (PASS + FAIL)) leaves it out.
 """
 
 
+def remedy_counts(rows) -> list[dict]:
+    """Per cause of the FAIL rows swept with ``--remedies`` (each model's newest row per version pair): how many rows,
+    and per remedy tried how many it turned PASS and at what cost (median compile seconds; how many of those passes
+    recompiled on every generated token)."""
+    import json
+    import statistics
+
+    if rows is None or rows.empty or "remedies" not in rows:
+        return []
+    newest = dataset.newest_per_model(rows, ["model_id", "compiler_version", "library", "library_version"])
+    tried = newest[newest["remedies"].notna() & (newest["result"] == vocab.FAIL)]
+    out = []
+    for cause, group in tried.groupby("cause"):
+        per_remedy: dict[str, list[dict]] = {}
+        for value in group["remedies"]:
+            for record in json.loads(value):
+                per_remedy.setdefault(record["change"], []).append(record)
+        for change, records in per_remedy.items():
+            passed = [r for r in records if r["result"] == vocab.PASS and not r.get("changes_computation")]
+            seconds = [r["compile_s"] for r in passed if isinstance(r.get("compile_s"), (int, float))]
+            out.append({"cause": cause, "rows": len(group), "remedy": change, "tried": len(records),
+                        "passed": len(passed), "compile_s": round(statistics.median(seconds), 1) if seconds else None,
+                        "per_token": sum(bool(r.get("recompiles_per_token")) for r in passed)})
+    return sorted(out, key=lambda r: (-r["rows"], r["cause"], -r["passed"]))
+
+
+def _remedies(rows) -> str:
+    counts = remedy_counts(rows)
+    if not counts:
+        return ""
+    lines = "\n".join(f"| {c['cause'][:90]} | {c['rows']} | `{c['remedy']}` | {c['passed']} of {c['tried']} | "
+                      f"{'' if c['compile_s'] is None else c['compile_s']} | {c['per_token']} |" for c in counts)
+    return f"""## What would make a FAIL run
+
+Swept with `--remedies`: after a FAIL, its cause's remedies (one change each to the recipe, `neuronhelpers render
+MODEL --remedy NAME`) run in turn until one passes, checked exactly as the unmodified run is. They are recorded in the
+row's `remedies`, beside the verdict: `result` stays the unmodified recipe's. A pass that recompiles on every generated
+token runs, but on Trainium each recompile is a neuronx-cc compile: not practical.
+
+| cause | rows | remedy | PASS | median compile (s) of those | of those, a recompile per token |
+| --- | --- | --- | --- | --- | --- |
+{lines}
+
+"""
+
+
 def render_card(rows=None, title: str | None = None) -> str:
     """The dataset card (README.md), every explanation generated from the vocabulary and the schema; ``rows`` (a frame
     with model_id, backend and weights) decides the title, the counts of what the rows ran on and of their results."""
     counts = ran_on_counts(rows)
     return (_front_matter() + _introduction(title or card_title(counts)) + _ran_on(counts) + _results(rows)
-            + _protocol() + _vocabulary() + _layout_and_columns() + _published_layout())
+            + _remedies(rows) + _protocol() + _vocabulary() + _layout_and_columns() + _published_layout())
 
 
 def write_card(folder: str | Path) -> Path:

@@ -109,6 +109,10 @@ COLUMNS = [
     ("speedup", pa.float64(), "compiled over eager, measured back to back in one process: decode tokens per second, "
      "sentences per second, or image time"),
     ("eager_equals_compiled", pa.bool_(), "the eager generate() wrote the same tokens as the compiled one"),
+    ("remedies", pa.string(), "for a FAIL swept with `--remedies`: the remedies its cause's ladder tried, in order, as "
+     "JSON (each: the change, its result, stage and cause, compile seconds, recompiles and whether they grew with "
+     "every generated token, graphs, graph breaks, peak memory); beside the verdict, never as it: `result` is the "
+     "unmodified recipe's"),
     ("check_sensitive", pa.bool_(), "the check can fail: the same model with its middle block perturbed, run eagerly, "
      "did not pass against the reference (see Sensitivity); null where not measured"),
     ("perturbation", pa.string(), "what was perturbed for `check_sensitive` and what it changed (tokens changed, or "

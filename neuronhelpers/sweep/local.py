@@ -172,9 +172,10 @@ def plan_for_sweep(model: str, be: Backend, log: SweepLog) -> PlannedRun | dict 
 
 def run_one(model: str | PlannedRun | dict, *, backend: str | Backend | None = None, cores: int | None = None,
             timeout: float = DEFAULT_TIMEOUT_S, memory_limit_bytes: int | None = None, cpus: set[int] | None = None,
-            env: dict | None = None) -> dict:
+            env: dict | None = None, remedies: bool = False) -> dict:
     """One model of a sweep, run in its own process tree by the harness (the rendered run.py in a subprocess,
-    with its timeout): its verified row. A crash, hang or out-of-memory is a row, never an exception.
+    with its timeout): its verified row. A crash, hang or out-of-memory is a row, never an exception. With
+    ``remedies``, a FAIL's remedies are tried next and recorded in its row's ``remedies`` (run/remedies.py).
 
     A sweep passes the run it planned (or the UNTESTED row planning gave, returned as it is): a Ray task the
     driver's, on the node that runs it (``harness.on_this_node``). Given a model id, it is planned here.
@@ -182,14 +183,22 @@ def run_one(model: str | PlannedRun | dict, *, backend: str | Backend | None = N
     planned = model if isinstance(model, (PlannedRun, dict)) else prepare_run(model, backend=backend, cores=cores)
     if isinstance(planned, dict):
         return planned  # UNTESTED: nothing could be run here
-    return run_model(planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes, cpus=cpus, env=env)
+    row = run_model(planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes, cpus=cpus, env=env)
+    if remedies:
+        from neuronhelpers.run.remedies import remedies_json, try_remedies
+
+        row["remedies"] = remedies_json(try_remedies(planned, row, timeout=timeout,
+                                                     memory_limit_bytes=memory_limit_bytes, cpus=cpus, env=env))
+    return row
 
 
 def sweep_models(models: list[str], out: str | Path, *, backend: str | Backend | None = None, jobs: int = 1,
           timeout: float = DEFAULT_TIMEOUT_S, rerun: bool | str = False, progress: bool = True,
-          memory_limit_bytes: int | None = None, include_excluded: bool = False) -> list[dict]:
+          memory_limit_bytes: int | None = None, include_excluded: bool = False,
+          remedies: bool = False) -> list[dict]:
     """Run every model not yet recorded in ``out`` and append its row there as soon as it finishes (``rerun``: True,
-    every model again; ``STALE``, those whose row today's recipe and measuring would not make).
+    every model again; ``STALE``, those whose row today's recipe and measuring would not make; ``remedies``: after a
+    FAIL, its cause's remedies, recorded beside the verdict).
 
     "Recorded" is decided by the one resume key (``schema.resume_key``) of the model as resolved and
     planned, the same key its row carries: a folder given by a relative path, or a model planned on
@@ -216,7 +225,7 @@ def sweep_models(models: list[str], out: str | Path, *, backend: str | Backend |
                 return
             row = planned if isinstance(planned, dict) else run_one(
                 planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes, cpus=None if neuron else slot,
-                env={"NEURON_RT_VISIBLE_CORES": slot} if neuron and slot is not None else None)
+                env={"NEURON_RT_VISIBLE_CORES": slot} if neuron and slot is not None else None, remedies=remedies)
             log.end(model, row)
         finally:
             slots.put(slot)

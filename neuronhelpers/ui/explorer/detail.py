@@ -187,6 +187,7 @@ def model_detail(df: pd.DataFrame, model_id: str, *, compiler_version: str | Non
         "packages": as_text(get("packages")),
         **_cache_commands(get),
         "cause": as_text(get("cause")) if failed else "",
+        "remedies": remedy_lines(model_id, get("remedies")) if failed else [],
         "error": as_text(get("error")) if failed else "",
         "traceback": as_text(get("traceback")) if failed else "",
     }
@@ -223,6 +224,26 @@ def _no_row_html(model_id: str, hint: str) -> str:
     return "\n".join(parts)
 
 
+def remedy_lines(model_id: str, value) -> list[str]:
+    """A FAIL's remedies as tried (run/remedies.py): what made it run and at what cost, and for each remedy the one
+    line its run.py adds, with the command that prints that run.py."""
+    import json
+
+    from neuronhelpers.recipes.remedies import REMEDIES
+    from neuronhelpers.run.remedies import remedies_line
+
+    summary = remedies_line(value)
+    if not summary:
+        return []
+    lines = [summary]
+    for tried in json.loads(value):
+        remedy = REMEDIES.get(tried.get("remedy"))
+        if remedy is not None:
+            lines.append(f"{tried['result']} with `{remedy.label}`: neuronhelpers render {model_id} --remedy "
+                         f"{remedy.name}")
+    return lines
+
+
 def _heading_html(detail: dict) -> list[str]:
     """The title (model, result, verification), the reproduce line, the cause and the error or reason."""
     row, label = detail["row"], detail["result_label"]
@@ -236,6 +257,10 @@ def _heading_html(detail: dict) -> list[str]:
     parts.append(_reproduce_html(detail["reproduce"]))
     if detail["cause"]:
         parts.append(f"<p><b>Cause:</b> <code>{html.escape(detail['cause'])}</code></p>")
+    if detail.get("remedies"):
+        first, *each = detail["remedies"]
+        parts.append(f"<p><b>What would make it run</b> (tried, beside the verdict): {html.escape(first)}</p>"
+                     + "".join(f"<div><code>{html.escape(line)}</code></div>" for line in each))
     if detail["error"]:
         stage = as_text(row.get("stage"))
         title = "Reason" if result_kind(label) in (EXCLUDED, vocab.UNTESTED) else "Error"

@@ -1,0 +1,119 @@
+"""What would make a FAIL run (issue 49): the remedy ladder per cause, the one change each renders into run.py, the
+remedy runs a sweep tries after a FAIL, and the rule that a remedy is recorded beside the verdict, never as it."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import result_row, run_cli
+from neuronhelpers.core import vocab
+from neuronhelpers.core.backends import get_backend
+from neuronhelpers.models.resolve import ModelRef
+from neuronhelpers.recipes import render
+from neuronhelpers.recipes.remedies import LADDER, REMEDIES, remedies_for
+from neuronhelpers.run.remedies import remedies_json, remedies_line, remedy_record
+from neuronhelpers.store import schema
+
+SLIDING = "recompile limit: StaticSlidingWindowLayer.cumulative_length_int is a Python int guarded on every decode step"
+USE_CACHE = ("NotCompiled: generate() ran the forward eagerly: its config sets use_cache: false, so nothing was "
+             "compiled; pass use_cache=True to generate()")
+
+
+def test_the_ladder_maps_each_cause_to_its_remedies_in_order_each_with_its_reason():
+    assert [r.name for r in remedies_for(USE_CACHE)] == ["use_cache"]
+    assert [r.name for r in remedies_for(SLIDING)] == ["recompile_limit"]
+    data_dependent = ("UserError: Consider annotating your code using torch._check*(). Could not extract specialized "
+                      "integer from data-dependent expression uN")
+    assert [r.name for r in remedies_for(data_dependent)] == ["capture_scalar_outputs", "fullgraph_false"]
+    assert remedies_for("IndexError: index_copy_(): index N is out of bounds") == [] and remedies_for(None) == []
+    assert all(name in REMEDIES for _, names in LADDER for name in names)
+    assert all(len(r.reason) > 60 and r.label for r in REMEDIES.values())
+
+
+def test_a_remedy_is_one_rendered_change_and_the_unmodified_run_py_is_unchanged():
+    """The unmodified file carries no remedy at all; a remedy's file differs from it by its parameter and its block
+    alone, which names the change and says why."""
+    params = render.recipe_params(ModelRef("tiny/x", "/p", vocab.TEXT_GENERATION, "llama"), get_backend("cpu"))
+    plain = render.render_run_py(params)
+    assert "remedy" not in plain
+    for name, remedy in REMEDIES.items():
+        text = render.render_run_py({**params, "remedy": name})
+        added = [line for line in text.splitlines() if line not in plain.splitlines()]
+        assert f"    'remedy': {name!r}," in added and f"# ---- remedy: {remedy.label} " in text
+        assert len(added) <= 14, added
+        assert text.endswith(plain[plain.index('if __name__ == "__main__":'):])
+        compile(text, "run.py", "exec")
+    with pytest.raises(KeyError, match="no remedy named"):
+        render.render_run_py({**params, "remedy": "nothing"})
+
+
+def test_render_refuses_an_unknown_remedy_in_one_line():
+    proc = run_cli("render", "tiny/llama", "--remedy", "nothing", timeout=300)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "use_cache" in proc.stderr
+
+
+def test_a_remedy_record_says_what_it_cost_and_whether_it_is_practical():
+    per_token = remedy_record("recompile_limit", {"result": "PASS", "verification": "exact", "recompiles": 30,
+                                                  "unique_graphs": 31, "compile_s": 36.4, "graph_breaks": 0})
+    assert per_token["recompiles_per_token"] is True
+    line = remedies_line(remedies_json([per_token]))
+    assert line == ("PASS with torch._dynamo.config.recompile_limit = 64 at 30 recompiles for 32 tokens (one per "
+                    "generated token): on Trainium a neuronx-cc compile each, not practical")
+    once = remedy_record("use_cache", {"result": "PASS", "recompiles": 0, "unique_graphs": 1, "compile_s": 5.36})
+    assert remedies_line(remedies_json([once])) == "PASS with use_cache=True (1 compiled graph, compile 5.4 s)"
+    none = [remedy_record("capture_scalar_outputs", {"result": "FAIL", "stage": "compile"}),
+            remedy_record("fullgraph_false", {"result": "FAIL", "stage": "run"})]
+    assert remedies_line(remedies_json(none)) == ("no remedy made it run (tried torch._dynamo.config."
+                                                  "capture_scalar_outputs = True: FAIL at compile; fullgraph=False: "
+                                                  "FAIL at run)")
+    assert remedies_json([]) is None and remedies_line(None) is None
+
+
+def test_a_remedy_that_passed_is_never_read_as_the_models_result():
+    """newest_per_model, the answer, the gate, the explorer's counts and the card read `result`: the unmodified
+    recipe's FAIL, whatever the remedies column says."""
+    from neuronhelpers.analysis.answers import Answers
+    from neuronhelpers.store.card import remedy_counts, result_counts
+    from neuronhelpers.store.dataset import newest_per_model
+    from neuronhelpers.store.diff import check_expected
+
+    tried = remedies_json([remedy_record("use_cache", {"result": "PASS", "unique_graphs": 1, "compile_s": 5.0})])
+    rows = pd.DataFrame([result_row("tiny/llama", twin_of="llama", model_type="llama"),
+                         result_row("tiny/01-ai--Yi-1.5-6B-Chat", "FAIL", twin_of="llama", model_type="llama",
+                                    twin_from="01-ai/Yi-1.5-6B-Chat", cause=USE_CACHE, remedies=tried)],
+                        columns=schema.COLUMN_NAMES)
+    assert newest_per_model(rows).set_index("model_id").at["tiny/01-ai--Yi-1.5-6B-Chat", "result"] == "FAIL"
+    answer = Answers(rows).answer("01-ai/Yi-1.5-6B-Chat", "llama")
+    assert answer.result == "FAIL" and answer.line().startswith("model twin tiny/01-ai--Yi-1.5-6B-Chat (inductor "
+                                                                "2.13.0, transformers 5.23.0): FAIL at compile: ")
+    assert "; what would make it run: PASS with use_cache=True (1 compiled graph, compile 5.0 s)" in answer.line()
+    [counts] = result_counts(rows)
+    assert (counts["pass"], counts["fail"]) == (1, 1)
+    [remedied] = remedy_counts(rows)
+    assert (remedied["remedy"], remedied["passed"], remedied["tried"]) == ("use_cache=True", 1, 1)
+    expected = pd.DataFrame([{"model_id": "tiny/01-ai--Yi-1.5-6B-Chat", "result": "PASS", "stage": None}])
+    problems, _notes = check_expected(expected, rows, only_tested=True)
+    assert len(problems) == 1 and "tiny/01-ai--Yi-1.5-6B-Chat" in problems[0]  # a remedy's PASS is not the model's
+
+
+@pytest.mark.slow
+def test_a_sweep_tries_the_remedies_of_a_fail_and_records_their_cost(tmp_path):
+    """Two model twins through `sweep --remedies`: Yi-1.5-6B-Chat (use_cache: false) runs with use_cache=True at one
+    compile; Mistral-7B-v0.1 (its own sliding window) runs with a higher recompile limit at a recompile per token.
+    Both rows stay FAIL; their remedies are in the column beside it, each checked against the same reference."""
+    from neuronhelpers.store.dataset import load_results
+
+    proc = run_cli("sweep", "tiny/01-ai--Yi-1.5-6B-Chat", "tiny/mistralai--Mistral-7B-v0.1", "--remedies", "--out",
+                   str(tmp_path / "out"), "--no-progress", timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = load_results(tmp_path / "out").set_index("model_id")
+    yi, mistral = (json.loads(rows.at[m, "remedies"]) for m in ("tiny/01-ai--Yi-1.5-6B-Chat",
+                                                                "tiny/mistralai--Mistral-7B-v0.1"))
+    assert set(rows["result"]) == {"FAIL"}
+    assert [(t["remedy"], t["result"], t["recompiles_per_token"]) for t in yi] == [("use_cache", "PASS", False)]
+    assert [(t["remedy"], t["result"], t["recompiles_per_token"]) for t in mistral] == [
+        ("recompile_limit", "PASS", True)]
+    assert mistral[0]["recompiles"] >= 16 and yi[0]["unique_graphs"] == 1 and yi[0]["check_sensitive"] is True
