@@ -264,12 +264,17 @@ def result_counts(rows) -> list[dict]:
     return out
 
 
+def _table_rows(records: list[dict], cells) -> str:
+    """Markdown table rows, one per record, its cells from ``cells(record)``."""
+    return "\n".join("| " + " | ".join(str(cell) for cell in cells(r)) + " |" for r in records)
+
+
 def _results(rows) -> str:
     counts = result_counts(rows)
     if not counts:
         return ""
-    lines = "\n".join(f"| {c['pair']} | {c['pass']} | {c['could_not']} | {c['fail']} | {c['excluded']} | "
-                      f"{c['untested']} | {c['rate']} |" for c in counts)
+    lines = _table_rows(counts, lambda c: (c["pair"], c["pass"], c["could_not"], c["fail"], c["excluded"],
+                                          c["untested"], c["rate"]))
     return f"""## Results in these files
 
 Each model's newest row per version pair. PASS counts the checks that could have failed; a PASS whose check could not
@@ -313,8 +318,9 @@ def _remedies(rows) -> str:
     counts = remedy_counts(rows)
     if not counts:
         return ""
-    lines = "\n".join(f"| {c['cause'][:90]} | {c['rows']} | `{c['remedy']}` | {c['passed']} of {c['tried']} | "
-                      f"{'' if c['compile_s'] is None else c['compile_s']} | {c['per_token']} |" for c in counts)
+    lines = _table_rows(counts, lambda c: (c["cause"][:90], c["rows"], f"`{c['remedy']}`",
+                                          f"{c['passed']} of {c['tried']}",
+                                          "" if c["compile_s"] is None else c["compile_s"], c["per_token"]))
     return f"""## What would make a FAIL run
 
 Swept with `--remedies`: after a FAIL, its cause's remedies (one change each to the recipe, `neuronhelpers render
