@@ -194,21 +194,22 @@ def test_images_are_graded_by_psnr_and_max_abs_difference():
 
 
 def test_image_bounds_follow_what_compiled_runs_differ_by_where_that_was_measured():
-    """On CPU in float32 the bound is IMAGE_MARGIN times the largest compiled-against-reference difference of the
-    catalog's diffusers PASS rows, not the dtype's 0.02: an image off by 1e-3 everywhere (PSNR 60 dB) passes the
-    dtype's bound and fails the measured one; a backend without measurements keeps the dtype's."""
+    """On CPU in float32 the PSNR bound is IMAGE_MARGIN times (in amplitude) the largest compiled-against-reference
+    difference measured, 56 dB where the dtype's is 40: an image off by 9e-3 everywhere (PSNR 41 dB, max abs within the
+    dtype's 0.02) passes the dtype's bounds and fails the measured one; a backend without measurements keeps the
+    dtype's; a measured bound is never looser than the dtype's."""
     import torch
 
     from neuronhelpers.recipes.diffusers_pipeline import image_payload
 
     image = torch.linspace(0, 1, 3 * 8 * 8).reshape(3, 8, 8)
-    ref, off = image_payload(image), image_payload(image + 1e-3)
+    ref, off = image_payload(image), image_payload(image + 9e-3)
     cpu = {"dtype": "float32", "library": "diffusers", "backend": "cpu"}
-    assert vocab.image_tolerance("cpu", "float32")["max_abs_diff"] < 0.1 * vocab.IMAGE_TOLERANCE["float32"][
-        "max_abs_diff"]
+    measured, dtype = vocab.image_tolerance("cpu", "float32"), vocab.IMAGE_TOLERANCE["float32"]
+    assert measured["min_psnr_db"] > dtype["min_psnr_db"] and measured["max_abs_diff"] <= dtype["max_abs_diff"]
     assert verify_outputs(cpu, off, ref)["result"] == "FAIL"
     assert verify_outputs({**cpu, "backend": "neuron"}, off, ref)["result"] == "PASS"
-    assert verify_outputs(cpu, image_payload(image + 1e-5), ref)["result"] == "PASS"
+    assert verify_outputs(cpu, image_payload(image + 1e-4), ref)["result"] == "PASS"
 
 
 def test_the_png_in_the_payload_is_a_valid_png_of_the_image():

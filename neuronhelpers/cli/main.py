@@ -127,6 +127,17 @@ def _dataset_commands(command, as_json) -> None:
                         "responsible in the folder (own_config_fields.json)")
     p.set_defaults(func=commands_data.cmd_causes)
 
+    p = command("repro", "write a minimal script (tiny config inline, random weights, no neuronhelpers) that shows a "
+                         "cause's failure on CPU, ready for an upstream issue")
+    p.add_argument("cause", metavar="CAUSE_OR_MODEL", help="text of a FAIL's cause (as `causes` prints it), or a twin "
+                                                           "id such as tiny/cpmant")
+    p.add_argument("--results", default="catalog",
+                   help="dataset folder whose FAIL rows are searched (default ./catalog)")
+    p.add_argument("--pair", default="current",
+                   help="COMPILER_VERSION,LIBRARY_VERSION, current (this environment's: the default) or newest")
+    p.add_argument("--out", default=None, help="the script's path (default repro_<twin>.py here)")
+    p.set_defaults(func=commands_data.cmd_repro)
+
     p = command("diff", "compare two version pairs (files) or two dataset folders; with one folder, each pair of "
                         "neighbouring releases it holds")
     p.add_argument("old", help="the earlier side: a version-pair Parquet file or a folder holding one pair; alone, a "

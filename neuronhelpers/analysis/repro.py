@@ -1,0 +1,135 @@
+"""A minimal reproduction per cause, small enough to attach to an upstream issue: ``neuronhelpers repro CAUSE_OR_MODEL``
+writes a self-contained script (a tiny config inline, random weights, no neuronhelpers import, the versions it was made
+with) that shows the failure on CPU in under a minute: it prints ``REPRODUCED: ...`` and exits 1 while the failure
+holds, and exits 0 once a release fixes it.
+
+The config is the twin's that failed in the catalog, minus every field its class would set anyway. How the failure is
+shown follows the cause: an exception of the compiled static-cache generate(); a generate() that compiled nothing; or
+the static cache writing other tokens than the dynamic cache with nothing compiled (vocab.CAUSE_STATIC_CACHE).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+
+from neuronhelpers.core import vocab
+from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.versions import distribution_version
+from neuronhelpers.store.dataset import newest_per_model
+from neuronhelpers.twins.specs import TWIN_PREFIX
+
+KIND_COMPILE, KIND_NOT_COMPILED, KIND_STATIC_CACHE = "compile", "not compiled", "static cache"
+_BOOKKEEPING = {"architectures", "transformers_version", "torch_dtype", "dtype", "_name_or_path", "auto_map",
+                "output_attentions", "output_hidden_states", "return_dict", "id2label", "label2id"}
+
+_HEAD = '''"""Minimal reproduction:
+{cause}
+
+Made by `neuronhelpers repro` from the catalog's twin {model_id} (its config below, random weights) with torch {torch}
+and transformers {transformers}. On CPU it prints REPRODUCED and exits 1 while the failure holds; exit 0: fixed."""
+import sys
+
+import torch
+import transformers
+
+CONFIG = {config}
+torch.manual_seed(0)
+model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**CONFIG)).eval()
+inputs = torch.randint(3, model.config.get_text_config().vocab_size, (1, 8))
+compile_config = transformers.CompileConfig(fullgraph=True, dynamic=False)
+compile_config._compile_all_devices = True  # generate() compiles by itself only on accelerators
+
+
+def generate(**kwargs):
+    with torch.inference_mode():
+        return model.generate(inputs, max_new_tokens=32, min_new_tokens=32, do_sample=False, pad_token_id=0, **kwargs)
+
+'''
+_SHOW = {
+    KIND_COMPILE: '''
+try:
+    generate(cache_implementation="static", compile_config=compile_config)
+except Exception as exc:  # the failure this script shows
+    print(f"REPRODUCED: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
+    sys.exit(1)
+print("did not reproduce: the compiled static-cache generate() wrote 32 tokens")
+''',
+    KIND_NOT_COMPILED: '''
+generate(cache_implementation="static", compile_config=compile_config)
+if getattr(model, "_compiled_call", None) is None:
+    print("REPRODUCED: NotCompiled: generate() ran the forward eagerly, nothing was compiled (use_cache: "
+          f"{model.generation_config.use_cache})")
+    sys.exit(1)
+print("did not reproduce: generate() compiled the forward")
+''',
+    KIND_STATIC_CACHE: '''
+static, dynamic = generate(cache_implementation="static"), generate()
+if not torch.equal(static, dynamic):  # nothing compiled: the two caches alone
+    first = int((static != dynamic).nonzero()[0, 1]) - inputs.shape[1]
+    print(f"REPRODUCED: the static cache writes other tokens than the dynamic cache from token {first}, eagerly")
+    sys.exit(1)
+print("did not reproduce: the static and dynamic caches write the same 32 tokens")
+''',
+}
+
+
+def repro_kind(cause: str) -> str:
+    """How a cause is shown (see the module docstring)."""
+    if cause == vocab.CAUSE_STATIC_CACHE:
+        return KIND_STATIC_CACHE
+    return KIND_NOT_COMPILED if cause.startswith("NotCompiled") else KIND_COMPILE
+
+
+def failing_row(rows: pd.DataFrame, cause_or_model: str) -> dict:
+    """The newest FAIL row of a transformers twin that shows a cause (a twin id, or text the cause contains: the first
+    architecture in name order), or UserError saying what the catalog holds instead."""
+    newest = newest_per_model(rows[(rows["result"] == vocab.FAIL) & (rows["library"] == vocab.TRANSFORMERS)
+                                   & rows["twin_of"].notna()])
+    if cause_or_model.startswith(TWIN_PREFIX):
+        found = newest[newest["model_id"] == cause_or_model]
+        if found.empty:
+            raise UserError(f"{cause_or_model} has no transformers FAIL in these rows: nothing to reproduce")
+    else:
+        found = newest[newest["cause"].fillna("").str.contains(re.escape(cause_or_model), case=False)]
+        if found.empty:
+            raise UserError(f"no transformers FAIL's cause contains '{cause_or_model}': `neuronhelpers causes` lists "
+                            "them")
+    return found.sort_values(["twin_from", "model_id"], na_position="first").iloc[0].to_dict()
+
+
+def minimal_config(config: dict) -> dict:
+    """The fields of a twin's config that its class would not set by itself (what the script must say)."""
+    from transformers import AutoConfig
+
+    defaults = AutoConfig.for_model(config["model_type"]).to_dict()
+    kept = {key: value for key, value in config.items()
+            if key not in _BOOKKEEPING and (key not in defaults or defaults[key] != value)}
+    return {"model_type": config["model_type"], **{k: v for k, v in kept.items() if k != "model_type"}}
+
+
+def repro_script(row: dict, config: dict) -> str:
+    """The script for a failing row, from its twin's config.json."""
+    items = ", ".join(f"{key!r}: {value!r}" for key, value in minimal_config(config).items())
+    text = textwrap.fill("{" + items + "}", width=116, subsequent_indent="    ", break_long_words=False,
+                         break_on_hyphens=False)
+    cause = textwrap.fill(str(row["cause"]), width=116).replace('"""', "'''")
+    head = _HEAD.format(cause=cause, model_id=row["model_id"], torch=distribution_version("torch"),
+                        transformers=distribution_version("transformers"), config=text)
+    return head + _SHOW[repro_kind(row["cause"])].lstrip("\n") + "sys.exit(0)\n"
+
+
+def write_repro(rows: pd.DataFrame, cause_or_model: str, out: str | Path) -> tuple[Path, dict]:
+    """Write the reproduction of a cause (or of a twin's FAIL) to ``out``; returns the path and the row it shows."""
+    from neuronhelpers.twins.build import build_twin
+
+    row = failing_row(rows, cause_or_model)
+    folder = build_twin(row["model_id"])
+    config = json.loads((Path(folder) / "config.json").read_text())
+    path = Path(out)
+    path.write_text(repro_script(row, config))
+    return path, row
