@@ -117,3 +117,61 @@ def test_a_sweep_tries_the_remedies_of_a_fail_and_records_their_cost(tmp_path):
     assert [(t["remedy"], t["result"], t["recompiles_per_token"]) for t in mistral] == [
         ("recompile_limit", "PASS", True)]
     assert mistral[0]["recompiles"] >= 16 and yi[0]["unique_graphs"] == 1 and yi[0]["check_sensitive"] is True
+
+
+# ---- a minimal reproduction per cause ----------------------------------------------------------------------------
+
+# The causes each shown by a script (the text a cause contains; issue 49): all but diffusers' view-chain mutation.
+REPRO_CAUSES = ["StaticSlidingWindowLayer", "static cache writes other tokens", "transformers did not compile it",
+                "use_cache: false", "PendingUnbackedSymbolNotFound", "Could not extract specialized integer",
+                "Could not guard on data-dependent", "tensor 'input_ids' size mismatch", "index_copy_"]
+
+
+def test_a_repro_script_is_self_contained_and_says_how_it_shows_its_cause():
+    from neuronhelpers.analysis.repro import (
+        KIND_COMPILE,
+        KIND_NOT_COMPILED,
+        KIND_STATIC_CACHE,
+        minimal_config,
+        repro_kind,
+        repro_script,
+    )
+
+    assert repro_kind(vocab.CAUSE_STATIC_CACHE) == KIND_STATIC_CACHE
+    assert repro_kind(USE_CACHE) == KIND_NOT_COMPILED and repro_kind(SLIDING) == KIND_COMPILE
+    config = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rms_norm_eps": 1e-6,
+              "architectures": ["LlamaForCausalLM"], "transformers_version": "5.23.0"}
+    assert minimal_config(config) == {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}
+    for cause in (SLIDING, USE_CACHE, vocab.CAUSE_STATIC_CACHE):
+        script = repro_script({"model_id": "tiny/llama", "cause": cause}, config)
+        compile(script, "repro.py", "exec")
+        assert "neuronhelpers" not in script.split('"""', 2)[2] and script.count("\n") <= 40
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cause", REPRO_CAUSES)
+def test_each_repro_script_fails_on_cpu_as_its_cause_says(cause, tmp_path):
+    """From the committed catalog's twin that shows the cause: at most about 40 lines, no neuronhelpers import, and
+    run on CPU it prints REPRODUCED with the cause's own words and exits 1, in under a minute."""
+    import re
+    import subprocess
+    import sys
+    import time
+
+    from neuronhelpers.analysis.repro import write_repro
+    from neuronhelpers.store.dataset import load_results, select_pair
+
+    rows, _ = select_pair(load_results("catalog"), "current")
+    path, row = write_repro(rows, cause, tmp_path / "repro.py")
+    text = path.read_text()
+    assert text.count("\n") <= 42 and "import neuronhelpers" not in text and "from neuronhelpers" not in text
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 1, (proc.stdout[-500:], proc.stderr[-1500:])
+    shown = proc.stdout.strip().splitlines()[-1]
+    assert shown.startswith("REPRODUCED: ") and time.monotonic() - started < 60
+    words = {"StaticSlidingWindowLayer": "RecompileLimit", "static cache writes": "static cache writes other tokens",
+             "transformers did not compile": "NotCompiled", "use_cache: false": "use_cache: False",
+             "tensor 'input_ids'": "RecompileLimit"}
+    expected = next((w for key, w in words.items() if key in cause), cause.split(":")[0])
+    assert re.search(re.escape(expected), shown, re.I) or expected.split()[0] in shown, (row["cause"], shown)
