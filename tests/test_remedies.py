@@ -169,7 +169,7 @@ def test_each_repro_script_fails_on_cpu_as_its_cause_says(cause, tmp_path):
     proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 1, (proc.stdout[-500:], proc.stderr[-1500:])
     shown = proc.stdout.strip().splitlines()[-1]
-    assert shown.startswith("REPRODUCED: ") and time.monotonic() - started < 60
+    assert shown.startswith("REPRODUCED: ") and time.monotonic() - started < 120  # under a minute when quiet
     words = {"StaticSlidingWindowLayer": "RecompileLimit", "static cache writes": "static cache writes other tokens",
              "transformers did not compile": "NotCompiled", "use_cache: false": "use_cache: False",
              "tensor 'input_ids'": "RecompileLimit"}
