@@ -40,6 +40,9 @@ import transformers
 CONFIG = {config}
 torch.manual_seed(0)
 model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**CONFIG)).eval()
+with torch.no_grad():  # weights at 1/sqrt(fan-in), not 0.02: the tokens then depend on the input and the layers
+    for weight in (p for p in model.parameters() if p.dim() == 2):
+        weight.normal_(0, weight.shape[1] ** -0.5)
 inputs = torch.randint(3, model.config.get_text_config().vocab_size, (1, 8))
 compile_config = transformers.CompileConfig(fullgraph=True, dynamic=False)
 compile_config._compile_all_devices = True  # generate() compiles by itself only on accelerators
