@@ -106,13 +106,20 @@ def failing_row(rows: pd.DataFrame, cause_or_model: str) -> dict:
 
 
 def minimal_config(config: dict) -> dict:
-    """The fields of a twin's config that its class would not set by itself (what the script must say)."""
+    """The fields of a twin's config that its class would not set by itself (what the script must say); a sub-config
+    (text_config, vision_config) likewise against its own class."""
     from transformers import AutoConfig
 
-    defaults = AutoConfig.for_model(config["model_type"]).to_dict()
-    kept = {key: value for key, value in config.items()
-            if key not in _BOOKKEEPING and (key not in defaults or defaults[key] != value)}
-    return {"model_type": config["model_type"], **{k: v for k, v in kept.items() if k != "model_type"}}
+    try:
+        defaults = AutoConfig.for_model(config["model_type"]).to_dict()
+    except (KeyError, ValueError):  # a sub-config type AutoConfig does not map: said whole
+        defaults = {}
+    kept = {}
+    for key, value in config.items():
+        if key in _BOOKKEEPING or key == "model_type" or (key in defaults and defaults[key] == value):
+            continue
+        kept[key] = minimal_config(value) if isinstance(value, dict) and "model_type" in value else value
+    return {"model_type": config["model_type"], **kept}
 
 
 def repro_script(row: dict, config: dict) -> str:
