@@ -130,7 +130,7 @@ def repro_script(row: dict, config: dict) -> str:
     cause = textwrap.fill(str(row["cause"]), width=116).replace('"""', "'''")
     head = _HEAD.format(cause=cause, model_id=row["model_id"], torch=distribution_version("torch"),
                         transformers=distribution_version("transformers"), config=text)
-    return head + _SHOW[repro_kind(row["cause"])].lstrip("\n") + "sys.exit(0)\n"
+    return head + "\n" + _SHOW[repro_kind(row["cause"])].lstrip("\n") + "sys.exit(0)\n"
 
 
 def write_repro(rows: pd.DataFrame, cause_or_model: str, out: str | Path) -> tuple[Path, dict]:
