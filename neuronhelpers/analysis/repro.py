@@ -129,7 +129,7 @@ def repro_script(row: dict, config: dict) -> str:
                          break_on_hyphens=False)
     cause = textwrap.fill(str(row["cause"]), width=116).replace('"""', "'''")
     head = _HEAD.format(cause=cause, model_id=row["model_id"], torch=distribution_version("torch"),
-                        transformers=distribution_version("transformers"), config=text)
+                        transformers=distribution_version(vocab.TRANSFORMERS), config=text)
     return head + "\n" + _SHOW[repro_kind(row["cause"])].lstrip("\n") + "sys.exit(0)\n"
 
 

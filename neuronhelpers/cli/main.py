@@ -127,16 +127,6 @@ def _dataset_commands(command, as_json) -> None:
                         "responsible in the folder (own_config_fields.json)")
     p.set_defaults(func=commands_data.cmd_causes)
 
-    p = command("repro", "write a minimal script (tiny config inline, random weights, no neuronhelpers) that shows a "
-                         "cause's failure on CPU, ready for an upstream issue")
-    p.add_argument("cause", metavar="CAUSE_OR_MODEL", help="text of a FAIL's cause (as `causes` prints it), or a twin "
-                                                           "id such as tiny/cpmant")
-    p.add_argument("--results", default="catalog",
-                   help="dataset folder whose FAIL rows are searched (default ./catalog)")
-    p.add_argument("--pair", default="current",
-                   help="COMPILER_VERSION,LIBRARY_VERSION, current (this environment's: the default) or newest")
-    p.add_argument("--out", default=None, help="the script's path (default repro_<twin>.py here)")
-    p.set_defaults(func=commands_data.cmd_repro)
 
     p = command("diff", "compare two version pairs (files) or two dataset folders; with one folder, each pair of "
                         "neighbouring releases it holds")
@@ -173,6 +163,20 @@ def _dataset_commands(command, as_json) -> None:
     p.add_argument("--pair", default=None,
                    help="only the rows of COMPILER_VERSION,LIBRARY_VERSION, current (this environment's) or newest")
     p.set_defaults(func=commands_data.cmd_check)
+
+
+def _repro_command(command) -> None:
+    """repro: a minimal script for a cause (analysis/repro.py)."""
+    p = command("repro", "write a minimal script (tiny config inline, random weights, no neuronhelpers) that shows a "
+                         "cause's failure on CPU, ready for an upstream issue")
+    p.add_argument("cause", metavar="CAUSE_OR_MODEL", help="text of a FAIL's cause (as `causes` prints it), or a twin "
+                                                           "id such as tiny/cpmant")
+    p.add_argument("--results", default="catalog",
+                   help="dataset folder whose FAIL rows are searched (default ./catalog)")
+    p.add_argument("--pair", default="current",
+                   help="COMPILER_VERSION,LIBRARY_VERSION, current (this environment's: the default) or newest")
+    p.add_argument("--out", default=None, help="the script's path (default repro_<twin>.py here)")
+    p.set_defaults(func=commands_data.cmd_repro)
 
 
 def _environment_commands(command, backend) -> None:
@@ -249,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     _model_commands(command, backend, as_json)
     _sweep_commands(command, backend)
     _dataset_commands(command, as_json)
+    _repro_command(command)
     _environment_commands(command, backend)
     _file_commands(command, backend)
     return parser
