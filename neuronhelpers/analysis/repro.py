@@ -133,13 +133,14 @@ def repro_script(row: dict, config: dict) -> str:
     return head + "\n" + _SHOW[repro_kind(row["cause"])].lstrip("\n") + "sys.exit(0)\n"
 
 
-def write_repro(rows: pd.DataFrame, cause_or_model: str, out: str | Path) -> tuple[Path, dict]:
-    """Write the reproduction of a cause (or of a twin's FAIL) to ``out``; returns the path and the row it shows."""
+def write_repro(rows: pd.DataFrame, cause_or_model: str, out: str | Path | None = None) -> tuple[Path, dict]:
+    """Write the reproduction of a cause (or of a twin's FAIL) to ``out`` (default ``repro_<twin>.py`` here); returns
+    the path and the row it shows."""
     from neuronhelpers.twins.build import build_twin
 
     row = failing_row(rows, cause_or_model)
     folder = build_twin(row["model_id"])
     config = json.loads((Path(folder) / "config.json").read_text())
-    path = Path(out)
+    path = Path(out) if out else Path(f"repro_{row['model_id'].split('/')[-1]}.py")
     path.write_text(repro_script(row, config))
     return path, row

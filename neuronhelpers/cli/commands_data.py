@@ -103,12 +103,7 @@ def cmd_repro(args) -> int:
     from neuronhelpers.store.dataset import load_results, select_pair
 
     rows, _pair = select_pair(load_results(args.results), args.pair)
-    out = args.out or f"repro_{args.cause.split('/')[-1] if args.cause.startswith('tiny/') else 'cause'}.py"
-    if not args.cause.startswith("tiny/") and args.out is None:
-        from neuronhelpers.analysis.repro import failing_row
-
-        out = f"repro_{failing_row(rows, args.cause)['model_id'].split('/')[-1]}.py"
-    path, row = write_repro(rows, args.cause, out)
+    path, row = write_repro(rows, args.cause, args.out)
     lines = path.read_text().count("\n")
     print(f"{path}: {lines} lines, shows {row['model_id']}'s {row['stage']} failure on CPU: {row['cause']}")
     print(f"run it: python {path}   (prints REPRODUCED and exits 1 while the failure holds)")
