@@ -196,12 +196,19 @@ def test_every_interface_gives_the_selected_and_ranked_models_the_same_answer():
     from neuronhelpers.models.rankings import load_rankings
     from neuronhelpers.models.selected import SELECTED
     from neuronhelpers.store.dataset import load_results
-    from neuronhelpers.ui.explorer import newest_pair, view_table
+    from neuronhelpers.twins.own import corpus_twins, twin_id_for
+    from neuronhelpers.ui.explorer import NO_ROW, newest_pair, result_kind, view_table
 
     catalog = load_results(CATALOG)
     rankings = load_rankings()
     known = known_architectures()
-    models = sorted({e.model_id for e in SELECTED if not e.excluded} | set(rankings.model_id))
+
+    # A Selected exclusion is the Selected list's own statement (shown as EXCLUDED), and a ranking whose Hub model_type
+    # names no architecture of transformers (phi4mm) has no twin to hint with: both are left out here.
+    excluded = {e.model_id for e in SELECTED if e.excluded}
+    hub_types = dict(zip(rankings.model_id, rankings.model_type, strict=True))
+    models = sorted(m for m in {e.model_id for e in SELECTED} | set(rankings.model_id) if m not in excluded
+                    and hub_types.get(m, known.get(m, (None, None))[1]) == known.get(m, (None, None))[1])
     expected = {}
     answers = Answers(catalog)
     for model in models:
@@ -209,17 +216,26 @@ def test_every_interface_gives_the_selected_and_ranked_models_the_same_answer():
         found = answers.answer(model, model_type, task)
         if found is not None:
             expected[model] = found.line()
-    assert len(expected) >= 0.8 * len(models), "most of these models have an answer in the catalog"
-    assert sum(a.startswith(vocab.ANSWER_MODEL_TWIN) for a in expected.values()) >= 0.5 * len(expected)
+    assert len(expected) >= 0.8 * len(models) and len(expected) >= 30, "most of these models have an answer here"
+    twinned = set(corpus_twins()[0])  # a model whose corpus config makes a twin is answered by it (or a real run)
+    for model, line in expected.items():
+        if twin_id_for(model) in twinned:
+            assert line.startswith((vocab.ANSWER_MODEL_TWIN, vocab.ANSWER_SHELF, vocab.ANSWER_TRAINIUM)), line
 
     compiler_version, library_version = newest_pair(catalog, library=vocab.TRANSFORMERS)
     shown = {}
     for view in ("Selected", "Trending", "Downloads"):
         table = view_table(view, catalog, rankings, compiler_version=compiler_version,
                            library_version=library_version, library=vocab.TRANSFORMERS)
-        shown.update({m: n for m, n in zip(table["model"], table["note"], strict=True) if m in expected})
+        shown.update({m: (r, n) for m, r, n in zip(table["model"], table["result"], table["note"], strict=True)
+                      if m in expected})
     for model, line in expected.items():
-        assert line in shown.get(model, ""), (model, line, shown.get(model))
+        result, note = shown.get(model, ("", ""))
+        if result_kind(result) == NO_ROW:  # no row of its own in the view: the answer is its hint
+            assert line in note, (model, line, note)
+        else:  # its own row (a real checkpoint: shelf or Trainium) is the view's result, as it is the answer's
+            found = answers.answer(model, *reversed(known.get(model, (None, None))))
+            assert found.kind in (vocab.ANSWER_SHELF, vocab.ANSWER_TRAINIUM) and result_kind(result) == found.result
 
     proc = subprocess.run([sys.executable, "-c", _CLI_LOOP, *expected], capture_output=True, text=True, cwd=ROOT,
                           timeout=1800, env={**os.environ, "HF_HUB_OFFLINE": "1"})

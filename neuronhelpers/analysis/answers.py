@@ -21,9 +21,11 @@ from neuronhelpers.analysis.agreement import model_twin_rows
 from neuronhelpers.core.vocab import (
     ANSWER_ARCHITECTURE_TWIN,
     ANSWER_MODEL_TWIN,
+    ANSWER_SHELF,
     ANSWER_TRAINIUM,
     FAIL,
     PASS,
+    WEIGHTS_SHELF,
 )
 from neuronhelpers.run.remedies import remedies_line
 from neuronhelpers.store.dataset import newest_per_model
@@ -76,7 +78,7 @@ class Answer:
     def line(self) -> str:
         """'model twin tiny/microsoft--Phi-3.5-mini-instruct (inductor 2.14.1, transformers 5.24.0): FAIL at compile:
         <cause>; from a copy of its config (...); architecture twin tiny/phi3 in the same pair: PASS (...)'."""
-        text = f"{self.kind} {self.model_id}" if self.kind != ANSWER_TRAINIUM else self.kind
+        text = f"{self.kind} {self.model_id}" if self.kind not in (ANSWER_TRAINIUM, ANSWER_SHELF) else self.kind
         text += (f" ({self.pair}): " if self.pair else ": ") + self.verdict
         if self.result != PASS and self.cause:
             text += f": {self.cause}"
@@ -167,11 +169,25 @@ def _pair_order(frame: pd.DataFrame) -> list[tuple]:
     return sorted(pairs, key=lambda p: (key(p[0]), key(p[1]), str(p[2]), str(p[3])), reverse=True)
 
 
+def _shelf_records(rows: pd.DataFrame) -> dict:
+    """A real checkpoint from the shelf, run on CPU (weights ``shelf: ...``): each Hub id's row in the newest pair."""
+    if rows.empty or "weights" not in rows:
+        return {}
+    shelved = rows[rows["weights"].fillna("").astype(str).str.startswith(f"{WEIGHTS_SHELF}:")]
+    if shelved.empty:
+        return {}
+    order = {pair: rank for rank, pair in enumerate(_pair_order(shelved))}  # 0: the newest
+    ranked = newest_per_model(shelved, [*PAIR_COLUMNS, "model_id"])
+    ranked = ranked.assign(pair_rank=[order[p] for p in _pair_keys(ranked)]).sort_values(
+        "pair_rank", ascending=False, kind="stable")  # oldest first: the newest overwrites
+    return {record.model_id: record for record in ranked[[*ANSWER_COLUMNS, "weights"]].itertuples(index=False)}
+
+
 class Answers:
     """The answers ``rows`` give (any rows: one version pair's or a whole catalog's). The rule, the same for every
-    interface: a Trainium row if there is one; else the model's own twin in the newest pair that holds it, beside the
-    architecture twin of that same pair; else the architecture twin of the newest pair that holds it. Each answer names
-    its pair."""
+    interface: a Trainium row if there is one; else the real checkpoint from the shelf, run on CPU, in the newest pair
+    that holds it; else the model's own twin in the newest pair that holds it, beside the architecture twin of that
+    same pair; else the architecture twin of the newest pair that holds it. Each answer names its pair."""
 
     def __init__(self, rows: pd.DataFrame):
         rows = rows if not rows.empty else rows.iloc[0:0]
@@ -200,6 +216,7 @@ class Answers:
                                                                      strict=True)]
             for record in newest_per_model(rows[mask])[ANSWER_COLUMNS].itertuples(index=False):
                 self.trainium[record.model_id] = record
+        self.shelf = _shelf_records(rows)
 
     @staticmethod
     def _answer(kind: str, record, **extra) -> Answer:
@@ -230,9 +247,12 @@ class Answers:
         return self._answer(ANSWER_ARCHITECTURE_TWIN, twin) if twin is not None else None
 
     def answer(self, model_id: str, model_type=None, task=None) -> Answer | None:
-        """A Trainium row if there is one, else ``twin_answer``."""
+        """A Trainium row if there is one, else the real checkpoint's row from the shelf (CPU), else ``twin_answer``."""
         if model_id in self.trainium:
             return self._answer(ANSWER_TRAINIUM, self.trainium[model_id])
+        if model_id in self.shelf:
+            record = self.shelf[model_id]
+            return self._answer(ANSWER_SHELF, record, source=f"weights: {record.weights}")
         return self.twin_answer(model_id, model_type, task)
 
     def hint(self, model_type, task=None, model_id: str | None = None) -> str:

@@ -202,8 +202,12 @@ RAN_ON_TWIN, RAN_ON_REAL = "twin", "real checkpoint"
 # Where the answer for a Hub id comes from, best first: a row measured on Trainium, else the model's own twin (its
 # config.json, sizes shrunk: twins/own.py), else its architecture's twin (the default config). The label says which.
 ANSWER_TRAINIUM, ANSWER_MODEL_TWIN, ANSWER_ARCHITECTURE_TWIN = "measured on Trainium", "model twin", "architecture twin"
+ANSWER_SHELF = "real checkpoint on CPU"
 ANSWERS = {
     ANSWER_TRAINIUM: "The Hub checkpoint itself, run on AWS Trainium: the answer.",
+    ANSWER_SHELF: "The Hub checkpoint's own config and tokenizer with weights a registry package ships (the shelf; the "
+    "row's `weights` says which), run through the same recipe on CPU: evidence about the model, not its Trainium "
+    "result.",
     ANSWER_MODEL_TWIN: "A prediction from the model's own config: every field that shapes the graph (sliding window, "
     "layer pattern, rope scaling, experts' routing, ...) is the model's, only sizes are shrunk (config_changes lists "
     "them), and the weights are random.",
