@@ -297,7 +297,8 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path, wor
         assert lesson["trainium_source"][0] == "example" and "made-up example" in lesson["trainium_source"][1]
         assert lesson["disagree"] > 10 and "declared True fail" in lesson["declared_line"]
         assert "with a verdict" in lesson["verdict_columns"] and "pass rate of tested" in lesson["verdict_columns"]
-        assert "transformers 6.2.0" not in text and "transformers 0.42.1" not in text and "np.int64" not in text
+        # another library's version never labelled as transformers' ("sentence-transformers 6.2.0" is right)
+        assert not re.search(r"(?<![\w-])transformers (6\.2\.0|0\.42\.1)", text) and "np.int64" not in text
         assert lesson["ex1"]["count"] >= 5 and lesson["ex1"]["stage"] in ("compile", "run", "mismatch")
         assert lesson["ex2"]["top_cause"].startswith("recompile limit: StaticSlidingWindowLayer"), lesson["ex2"]
         assert lesson["ex3"] == {"architecture": "xlm-roberta", "answer": "architecture twin", "result": "PASS"}, \
