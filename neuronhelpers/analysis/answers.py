@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from packaging.version import InvalidVersion, Version
 
 import neuronhelpers.twins.corpus as corpus
 from neuronhelpers.analysis.agreement import model_twin_rows
@@ -28,7 +27,7 @@ from neuronhelpers.core.vocab import (
     WEIGHTS_SHELF,
 )
 from neuronhelpers.run.remedies import remedies_line
-from neuronhelpers.store.dataset import newest_per_model
+from neuronhelpers.store.dataset import newest_per_model, version_key
 from neuronhelpers.store.schema import measured_on_trainium
 from neuronhelpers.twins.corpus import model_id_of
 from neuronhelpers.twins.own import GENERATION_CONFIG
@@ -157,16 +156,14 @@ def _pair_keys(frame: pd.DataFrame) -> list[tuple]:
         ["compiler_version", "library_version", "library", "compiler"]].itertuples(index=False)]
 
 
-def _pair_order(frame: pd.DataFrame) -> list[tuple]:
-    """The (compiler version, library version, library, compiler) pairs of ``frame``, newest first."""
-    def key(value):
-        try:
-            return (1, Version(str(value).split("+")[0]))
-        except InvalidVersion:
-            return (0, Version("0"))
-
-    pairs = set(_pair_keys(frame))
-    return sorted(pairs, key=lambda p: (key(p[0]), key(p[1]), str(p[2]), str(p[3])), reverse=True)
+def _oldest_pair_first(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each model's newest row per version pair, with its pair's rank (``pair_rank``, 0 the newest pair by
+    ``dataset.version_key``), oldest pair first: read in order into a dict, the newest pair's row is the one kept."""
+    newest = newest_per_model(rows, [*PAIR_COLUMNS, "model_id"])
+    keys = _pair_keys(newest)
+    order = {pair: rank for rank, pair in enumerate(sorted(set(keys), reverse=True, key=lambda p: (
+        version_key(p[0]), version_key(p[1]), str(p[2]), str(p[3]))))}
+    return newest.assign(pair_rank=[order[p] for p in keys]).sort_values("pair_rank", ascending=False, kind="stable")
 
 
 def _shelf_records(rows: pd.DataFrame) -> dict:
@@ -174,13 +171,8 @@ def _shelf_records(rows: pd.DataFrame) -> dict:
     if rows.empty or "weights" not in rows:
         return {}
     shelved = rows[rows["weights"].fillna("").astype(str).str.startswith(f"{WEIGHTS_SHELF}:")]
-    if shelved.empty:
-        return {}
-    order = {pair: rank for rank, pair in enumerate(_pair_order(shelved))}  # 0: the newest
-    ranked = newest_per_model(shelved, [*PAIR_COLUMNS, "model_id"])
-    ranked = ranked.assign(pair_rank=[order[p] for p in _pair_keys(ranked)]).sort_values(
-        "pair_rank", ascending=False, kind="stable")  # oldest first: the newest overwrites
-    return {record.model_id: record for record in ranked[[*ANSWER_COLUMNS, "weights"]].itertuples(index=False)}
+    ranked = _oldest_pair_first(shelved)[[*ANSWER_COLUMNS, "weights"]]
+    return {record.model_id: record for record in ranked.itertuples(index=False)}
 
 
 class Answers:
@@ -195,10 +187,7 @@ class Answers:
         twins = rows[rows["twin_of"].notna()]
         self.by_task, self.by_type, self.by_model = {}, {}, {}  # the newest pair's record of each
         self._arch_in_pair: dict[tuple, object] = {}
-        newest = newest_per_model(twins, key=["model_id", *PAIR_COLUMNS]) if not twins.empty else twins
-        order = {pair: rank for rank, pair in enumerate(_pair_order(newest))} if not newest.empty else {}
-        ranked = newest.assign(pair_rank=[order[p] for p in _pair_keys(newest)])
-        ranked = ranked.sort_values("pair_rank", ascending=False, kind="stable")  # oldest first: the newest overwrites
+        ranked = _oldest_pair_first(twins)
         is_own = model_twin_rows(ranked)
         for record in ranked[~is_own][[*ANSWER_COLUMNS, "pair_rank"]].itertuples(index=False):
             self.by_task[(record.task, record.twin_of)] = record

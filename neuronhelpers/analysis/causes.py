@@ -12,7 +12,7 @@ from neuronhelpers.analysis.agreement import model_twin_rows
 from neuronhelpers.core.vocab import FAIL, NOT_THE_COMPILER, PASS, UNTESTED
 from neuronhelpers.store.dataset import newest_per_model
 from neuronhelpers.verdict.causes import MAX_LENGTH, normalise
-from neuronhelpers.verdict.evidence import could_not_fail
+from neuronhelpers.verdict.evidence import could_not_fail_count
 
 
 def error_signature(error) -> str | None:
@@ -45,8 +45,7 @@ def verdict_counts_line(df: pd.DataFrame) -> str:
     """'300 verdicts (180 PASS whose check could fail, 20 PASS whose check could not have failed, 100 FAIL), 40
     untested': each model's newest row; a pass rate counts only the first kind of PASS."""
     newest = newest_per_model(df) if not df.empty else df
-    could_not = sum(could_not_fail(r, e) for r, e in zip(newest["result"], newest.get("evidence", [None] * len(newest)),
-                                                         strict=True))
+    could_not = could_not_fail_count(newest["result"], newest.get("evidence"))
     passed, failed = int((newest["result"] == PASS).sum()) - could_not, int((newest["result"] == FAIL).sum())
     rate = f"; pass rate {100 * passed / (passed + failed):.0f}% of {passed + failed}" if passed + failed else ""
     return (f"{passed + could_not + failed} verdicts ({passed} PASS whose check could fail, {could_not} PASS whose "

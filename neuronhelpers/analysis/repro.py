@@ -21,11 +21,10 @@ from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.versions import distribution_version
 from neuronhelpers.store.dataset import newest_per_model
+from neuronhelpers.twins.own import BOOKKEEPING
 from neuronhelpers.twins.specs import TWIN_PREFIX
 
 KIND_COMPILE, KIND_NOT_COMPILED, KIND_STATIC_CACHE = "compile", "not compiled", "static cache"
-_BOOKKEEPING = {"architectures", "transformers_version", "torch_dtype", "dtype", "_name_or_path", "auto_map",
-                "output_attentions", "output_hidden_states", "return_dict", "id2label", "label2id"}
 
 _HEAD = '''"""Minimal reproduction:
 {cause}
@@ -116,7 +115,7 @@ def minimal_config(config: dict) -> dict:
         defaults = {}
     kept = {}
     for key, value in config.items():
-        if key in _BOOKKEEPING or key == "model_type" or (key in defaults and defaults[key] == value):
+        if key in BOOKKEEPING or key == "model_type" or (key in defaults and defaults[key] == value):
             continue
         kept[key] = minimal_config(value) if isinstance(value, dict) and "model_type" in value else value
     return {"model_type": config["model_type"], **kept}

@@ -132,8 +132,7 @@ def cmd_render(args) -> int:
     if args.remedy:
         from neuronhelpers.recipes.remedies import REMEDIES
 
-        if args.remedy not in REMEDIES or ref.task not in (vocab.TEXT_GENERATION, vocab.IMAGE_TEXT_TO_TEXT,
-                                                           vocab.AUTOMATIC_SPEECH_RECOGNITION):
+        if args.remedy not in REMEDIES or vocab.LIBRARY_FOR_TASK[ref.task] != vocab.TRANSFORMERS:
             raise UserError(f"--remedy {args.remedy}: the remedies are {', '.join(REMEDIES)}, for transformers "
                             "models (what `sweep --remedies` tries after a FAIL)")
         params["remedy"] = args.remedy
@@ -169,7 +168,7 @@ def _summarise(models: list[str], rows: list[dict], args, backend, include_exclu
 
     from neuronhelpers.store.dataset import DatasetWarning, load_results, select_pair
     from neuronhelpers.sweep.local import excluded_rows, summary_frame
-    from neuronhelpers.verdict.evidence import could_not_fail
+    from neuronhelpers.verdict.evidence import could_not_fail_count
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DatasetWarning)
@@ -182,7 +181,7 @@ def _summarise(models: list[str], rows: list[dict], args, backend, include_exclu
     shown = select_pair(shown, "current", backend)[0].sort_values("model_id")
     print(summary_frame(shown).to_string(index=False))
     counts = shown.result.value_counts().to_dict()
-    could_not = sum(could_not_fail(r, e) for r, e in zip(shown["result"], shown["evidence"], strict=True))
+    could_not = could_not_fail_count(shown["result"], shown["evidence"])
     if could_not:  # PASS counts only checks that could fail; the others are said apart
         counts[vocab.PASS] -= could_not
         counts["PASS whose check could not have failed"] = could_not

@@ -243,7 +243,7 @@ def result_counts(rows) -> list[dict]:
     """Per version pair, newest first, each model's newest row counted: PASS whose check could fail, PASS whose check
     could not have failed (evidence insensitive_check), FAIL, EXCLUDED, UNTESTED, and the pass rate of the first kind
     of PASS over it and FAIL."""
-    from neuronhelpers.verdict.evidence import could_not_fail
+    from neuronhelpers.verdict.evidence import could_not_fail_count
 
     out = []
     if rows is None or rows.empty or "compiler_version" not in rows:
@@ -252,8 +252,7 @@ def result_counts(rows) -> list[dict]:
         pair = rows[(rows.library == library) & (rows.compiler_version == version)
                     & (rows.library_version == library_version)]
         newest = dataset.newest_per_model(pair)
-        evidence = newest["evidence"] if "evidence" in newest else [None] * len(newest)
-        could_not = sum(could_not_fail(r, e) for r, e in zip(newest["result"], evidence, strict=True))
+        could_not = could_not_fail_count(newest["result"], newest.get("evidence"))
         count = newest["result"].value_counts()
         passed, failed = int(count.get(vocab.PASS, 0)) - could_not, int(count.get(vocab.FAIL, 0))
         compiler = next(iter(pair["compiler"].dropna()), "compiler") if "compiler" in pair else "compiler"

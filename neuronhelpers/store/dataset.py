@@ -362,20 +362,23 @@ def newest_per_model(df, key: str | list[str] = "model_id"):
     return df.drop_duplicates(key, keep="last")
 
 
-def version_pairs(df) -> list[tuple[str, str, str]]:
-    """The (library, compiler version, library version) pairs in a results frame, newest first: by compiler
-    version, then library version, ordered as versions, not as text (2.14.1 after 2.9.0)."""
+def version_key(value):
+    """A version as it sorts: as a version, not as text (2.14.1 after 2.9.0; a local label such as +cpu ignored), and
+    anything that is no version before every version."""
     from packaging.version import InvalidVersion, Version
 
-    def key(value):
-        try:
-            return (1, Version(str(value).split("+")[0]))
-        except InvalidVersion:
-            return (0, Version("0"))
+    try:
+        return (1, Version(str(value).split("+")[0]))
+    except InvalidVersion:
+        return (0, Version("0"))
 
+
+def version_pairs(df) -> list[tuple[str, str, str]]:
+    """The (library, compiler version, library version) pairs in a results frame, newest first: by compiler
+    version, then library version, ordered as versions (``version_key``)."""
     pairs = {(r.library, r.compiler_version, r.library_version)
              for r in df[["library", "compiler_version", "library_version"]].itertuples(index=False)}
-    return sorted(pairs, key=lambda p: (key(p[1]), key(p[2]), str(p[0])), reverse=True)
+    return sorted(pairs, key=lambda p: (version_key(p[1]), version_key(p[2]), str(p[0])), reverse=True)
 
 
 def pair_rows(df, library: str, compiler_version: str, library_version: str):

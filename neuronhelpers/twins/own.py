@@ -64,9 +64,11 @@ _EXPERTS = ("num_experts", "num_local_experts", "n_routed_experts")
 # The table's entries a model's config decides (routing and per-layer placement), never the twin.
 _ROUTING = (*_TOPK, "n_group", "topk_group", "decoder_sparse_step", "mlp_only_layers", "max_window_layers",
             "max_position_embeddings", "zero_expert_num")
-_BOOKKEEPING = {"_name_or_path", "transformers_version", "dtype", "torch_dtype", "architectures",
-                "output_attentions", "output_hidden_states", "return_dict", "_attn_implementation_autoset",
-                "auto_map", "model_type", "id2label", "label2id", "num_labels"}
+# A config's fields that record where and how it was saved, not what the model computes (never a change of the shrink;
+# never worth a line in a repro script: analysis/repro.py).
+BOOKKEEPING = {"_name_or_path", "transformers_version", "dtype", "torch_dtype", "architectures",
+               "output_attentions", "output_hidden_states", "return_dict", "_attn_implementation_autoset",
+               "auto_map", "model_type", "id2label", "label2id", "num_labels"}
 
 
 @dataclass(frozen=True)
@@ -386,7 +388,7 @@ def config_changes(before: dict, after: dict) -> dict:
     b, a = normal_form(before), normal_form(after)
     changes = {}
     for key in sorted(set(b) | set(a)):
-        if set(key.split(".")) & _BOOKKEEPING or key.startswith("_"):
+        if set(key.split(".")) & BOOKKEEPING or key.startswith("_"):
             continue
         if json.dumps(b.get(key), sort_keys=True, default=str) != json.dumps(a.get(key), sort_keys=True, default=str):
             changes[key] = (b.get(key), a.get(key))

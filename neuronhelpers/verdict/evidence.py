@@ -65,6 +65,13 @@ def could_not_fail(result, evidence) -> bool:
     return result == vocab.PASS and evidence == vocab.EVIDENCE_INSENSITIVE
 
 
+def could_not_fail_count(results, evidence=None) -> int:
+    """How many of these rows are a PASS whose check could not have failed (``evidence`` None: no row records one)."""
+    if evidence is None:
+        return 0
+    return int(sum(could_not_fail(r, e) for r, e in zip(results, evidence, strict=True)))
+
+
 def speedup(row: dict) -> float | None:
     """Compiled over eager from one run's figures: decode rate (text), sentences per second (embeddings), image time
     (images); None without both figures."""

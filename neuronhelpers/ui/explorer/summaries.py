@@ -16,7 +16,7 @@ from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS
 from neuronhelpers.ui import plots
 from neuronhelpers.ui.explorer.frames import NO_ROW, result_kind
 from neuronhelpers.ui.explorer.markup import STYLE, render_table_html
-from neuronhelpers.verdict.evidence import could_not_fail
+from neuronhelpers.verdict.evidence import could_not_fail, could_not_fail_count
 
 # The summary's count of PASS rows whose check could not have failed (kept out of PASS and of the pass rate).
 PASS_COULD_NOT_FAIL = "PASS whose check could not have failed"
@@ -36,8 +36,7 @@ def view_summary(table: pd.DataFrame) -> dict:
     kinds = table["result"].map(result_kind) if len(table) else pd.Series(dtype=object)
     counts = kinds.value_counts()
     known = {PASS, FAIL, EXCLUDED, NO_ROW, vocab.UNTESTED}
-    evidence = table["evidence"] if "evidence" in table and len(table) else pd.Series([None] * len(kinds), dtype=object)
-    could_not = int(sum(could_not_fail(k, e) for k, e in zip(kinds, evidence, strict=True)))
+    could_not = could_not_fail_count(kinds, table["evidence"] if "evidence" in table else None)
     summary = {
         "models": int(len(table)),
         PASS: int(counts.get(PASS, 0)) - could_not,
