@@ -117,7 +117,8 @@ def test_a_catalog_user_browses_the_served_page(served):
         summary.get_by_text("Trending: ").wait_for(timeout=30_000)
         task = page.locator("select").filter(has=page.locator("option", has_text="text-to-image"))
         assert task.input_value() == "text-generation" and "all tasks" not in task.inner_text()
-        ui.get_by_text("architecture twin tiny/qwen3: PASS").first.wait_for(timeout=30_000)
+        ui.get_by_text("architecture twin tiny/qwen3 (inductor 2.13.0, transformers 5.23.0): PASS").first.wait_for(
+            timeout=30_000)  # the hint names the pair it comes from
         assert ui.get_by_role("button", name="rank", exact=True).is_visible()
         assert ui.get_by_role("button", name="downloads", exact=True).is_visible()
         page.get_by_role("button", name="wall time (s)").click()
