@@ -61,6 +61,9 @@ def test_a_model_twin_answers_from_the_newest_pair_that_holds_it_beside_that_pai
     alone = Answers(both).answer("microsoft/Phi-3-mini-4k-instruct", "phi3")  # no own twin: the newest pair's
     assert (alone.kind, alone.result, alone.pair) == (vocab.ANSWER_ARCHITECTURE_TWIN, "FAIL",
                                                       "inductor 2.14.1, transformers 5.24.0")
+    # where another pair of the same rows passes the same twin, the FAIL says so: a lookup, not a run
+    assert alone.line().endswith("; the same twin passes with inductor 2.13.0, transformers 5.23.0")
+    assert found.elsewhere is None  # a FAIL that no other pair passes says nothing of the kind
     newest_own = pd.concat([both, frame([result_row("tiny/microsoft--Phi-3.5-mini-instruct", twin_of="phi3",
                                                     model_type="phi3", twin_from=PHI, **newer)])])
     found = Answers(newest_own).answer(PHI, "phi3")

@@ -29,6 +29,10 @@ def test_the_ladder_maps_each_cause_to_its_remedies_in_order_each_with_its_reaso
                       "integer from data-dependent expression uN")
     assert [r.name for r in remedies_for(data_dependent)] == ["capture_scalar_outputs", "fullgraph_false"]
     assert remedies_for("IndexError: index_copy_(): index N is out of bounds") == [] and remedies_for(None) == []
+    attention = ("RuntimeError: The size of tensor a (N) must match the size of tensor b (N) at non-singleton "
+                 "dimension N @ transformers/integrations/sdpa_attention.py:sdpa_attention_forward")
+    assert [r.name for r in remedies_for(attention)] == ["attn_eager"]
+    assert remedies_for("mutation on a view chain @ diffusers/models/attention_processor.py:__call__") == []
     assert all(name in REMEDIES for _, names in LADDER for name in names)
     assert all(len(r.reason) > 60 and r.label for r in REMEDIES.values())
 
@@ -124,7 +128,8 @@ def test_a_sweep_tries_the_remedies_of_a_fail_and_records_their_cost(tmp_path):
 # The causes each shown by a script (the text a cause contains; issue 49): all but diffusers' view-chain mutation.
 REPRO_CAUSES = ["StaticSlidingWindowLayer", "static cache writes other tokens", "transformers did not compile it",
                 "use_cache: false", "PendingUnbackedSymbolNotFound", "Could not extract specialized integer",
-                "Could not guard on data-dependent", "tensor 'input_ids' size mismatch", "index_copy_"]
+                "Could not guard on data-dependent", "tensor 'input_ids' size mismatch", "index_copy_",
+                "mutation on a view chain"]
 
 
 def test_a_repro_script_is_self_contained_and_says_how_it_shows_its_cause():
@@ -146,6 +151,24 @@ def test_a_repro_script_is_self_contained_and_says_how_it_shows_its_cause():
         script = repro_script({"model_id": "tiny/llama", "cause": cause}, config)
         compile(script, "repro.py", "exec")
         assert "neuronhelpers" not in script.split('"""', 2)[2] and script.count("\n") <= 40
+
+
+def test_a_cause_carries_the_upstream_thread_that_knows_it_and_says_when_none_was_found():
+    """`causes` and the repro script name the public issue or pull request of a cause, with its state and the day it was
+    read; a cause without one gets no invented link."""
+    from neuronhelpers.analysis.causes import rank_causes, ranked_lines
+    from neuronhelpers.analysis.repro import repro_script
+    from neuronhelpers.verdict.upstream import READ_ON, upstream_for
+
+    assert upstream_for(SLIDING).url.endswith("huggingface/transformers/issues/44609")
+    assert upstream_for(USE_CACHE) is None and upstream_for(None) is None
+    failed = [result_row("tiny/gemma2", "FAIL", twin_of="gemma2", model_type="gemma2", cause=SLIDING),
+              result_row("tiny/mpt", "FAIL", twin_of="mpt", model_type="mpt", cause=USE_CACHE)]
+    ranked = rank_causes(pd.DataFrame(failed, columns=schema.COLUMN_NAMES))
+    text = "\n".join(ranked_lines(ranked))
+    assert text.count("upstream: ") == 1 and f"read {READ_ON}" in text and "issues/44609" in text
+    script = repro_script({"model_id": "tiny/gemma2", "cause": SLIDING}, {"model_type": "gemma2", "sliding_window": 4})
+    assert "upstream: https://github.com/huggingface/transformers/issues/44609" in script.split('"""')[1]
 
 
 @pytest.mark.slow
@@ -172,6 +195,6 @@ def test_each_repro_script_fails_on_cpu_as_its_cause_says(cause, tmp_path):
     assert shown.startswith("REPRODUCED: ") and time.monotonic() - started < 120  # under a minute when quiet
     words = {"StaticSlidingWindowLayer": "RecompileLimit", "static cache writes": "static cache writes other tokens",
              "transformers did not compile": "NotCompiled", "use_cache: false": "use_cache: False",
-             "tensor 'input_ids'": "RecompileLimit"}
+             "tensor 'input_ids'": "RecompileLimit", "view chain": "mutation on a view chain"}
     expected = next((w for key, w in words.items() if key in cause), cause.split(":")[0])
     assert re.search(re.escape(expected), shown, re.I) or expected.split()[0] in shown, (row["cause"], shown)

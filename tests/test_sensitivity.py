@@ -213,3 +213,39 @@ def test_the_card_counts_pass_whose_check_could_not_fail_apart_per_pair():
     assert (counts["pass"], counts["could_not"], counts["fail"], counts["rate"]) == (1, 1, 1, "50%")
     text = card.render_card(rows)
     assert "| inductor 2.13.0, transformers 5.23.0 | 1 | 1 | 1 | 0 | 0 | 50% |" in text
+
+
+def test_a_gate_held_at_zero_is_opened_and_nothing_else_is():
+    """mllama's cross-attention layers add ``tanh(gate) * layer`` with the gate at 0 in a fresh model: the twin ignored
+    the image and a change to that layer changed no token. The twin opens such gates; a bias named after a gate, a gate
+    already open and a wider parameter keep their values."""
+    from neuronhelpers.twins.weights import open_zero_gates
+
+    model = torch.nn.Module()
+    model.cross_attn_attn_gate = torch.nn.Parameter(torch.zeros(1))
+    model.gate_bias = torch.nn.Parameter(torch.zeros(1))
+    model.tile_gate = torch.nn.Parameter(torch.tensor([0.25]))
+    model.wide_gate = torch.nn.Parameter(torch.zeros(4))
+    open_zero_gates(model)
+    assert model.cross_attn_attn_gate.item() == 1.0 and model.gate_bias.item() == 0.0
+    assert model.tile_gate.item() == 0.25 and not model.wide_gate.any()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_id", ["tiny/jetmoe", "tiny/mllama"])
+def test_the_twins_that_barely_spoke_now_write_eight_tokens_a_change_reaches(model_id):
+    """jetmoe wrote 2 distinct tokens at every embedding choice of before (the later (std, seed) choices find one) and
+    mllama's perturbed middle layer was a cross-attention layer gated at 0 (now open): both twins now write at least
+    MIN_DISTINCT distinct tokens that the measuring's perturbation changes."""
+    import json
+
+    from safetensors.torch import load_file
+
+    from neuronhelpers.twins.build import build_twin
+    from neuronhelpers.twins.weights import MIN_DISTINCT
+
+    folder = build_twin(model_id)
+    chosen = json.loads((folder / "TWIN.json").read_text())["weights"]
+    assert chosen["distinct_tokens"] >= MIN_DISTINCT and chosen["perturbation_changes"] is True, chosen
+    gates = {k: v for k, v in load_file(folder / "model.safetensors").items() if k.endswith("cross_attn_attn_gate")}
+    assert all(float(v) == 1.0 for v in gates.values()) and (bool(gates) is (model_id == "tiny/mllama"))

@@ -67,6 +67,7 @@ class Answer:
     source: str | None = None
     caveat: str | None = None
     remedies: str | None = None  # a FAIL's remedies as tried (run/remedies.remedies_line), beside the verdict
+    elsewhere: str | None = None  # a FAIL's same twin passing in another version pair of these rows (a lookup)
     architecture: Answer | None = None
 
     @property
@@ -83,6 +84,8 @@ class Answer:
             text += f": {self.cause}"
         if self.result == FAIL and self.remedies:
             text += f"; what would make it run: {self.remedies}"
+        if self.result == FAIL and self.elsewhere:
+            text += f"; {self.elsewhere}"
         for extra in (self.source, self.caveat):
             if extra:
                 text += f"; {extra}"
@@ -188,6 +191,9 @@ class Answers:
         self.by_task, self.by_type, self.by_model = {}, {}, {}  # the newest pair's record of each
         self._arch_in_pair: dict[tuple, object] = {}
         ranked = _oldest_pair_first(twins)
+        self._passes_in: dict[str, list[str]] = {}  # a twin -> the pairs where it passes, newest first
+        for record in ranked[ranked["result"] == PASS].sort_values("pair_rank", kind="stable").itertuples(index=False):
+            self._passes_in.setdefault(record.model_id, []).append(pair_words(record))
         is_own = model_twin_rows(ranked)
         for record in ranked[~is_own][[*ANSWER_COLUMNS, "pair_rank"]].itertuples(index=False):
             self.by_task[(record.task, record.twin_of)] = record
@@ -207,13 +213,17 @@ class Answers:
                 self.trainium[record.model_id] = record
         self.shelf = _shelf_records(rows)
 
-    @staticmethod
-    def _answer(kind: str, record, **extra) -> Answer:
+    def _answer(self, kind: str, record, **extra) -> Answer:
         sensitive = getattr(record, "check_sensitive", None)
+        pair = pair_words(record)
+        elsewhere = None
+        if record.result == FAIL:  # where the catalog's other pairs pass the same twin: a lookup, not a run
+            passes = [p for p in self._passes_in.get(record.model_id, []) if p != pair]
+            elsewhere = f"the same twin passes with {' and with '.join(passes)}" if passes else None
         return Answer(kind, record.model_id, record.result, _text(record.stage), _text(record.cause),
-                      pair=pair_words(record), verification=_text(getattr(record, "verification", None)),
+                      pair=pair, verification=_text(getattr(record, "verification", None)),
                       check_sensitive=sensitive if isinstance(sensitive, bool) else None,
-                      remedies=remedies_line(getattr(record, "remedies", None)), **extra)
+                      remedies=remedies_line(getattr(record, "remedies", None)), elsewhere=elsewhere, **extra)
 
     def _architecture(self, model_type, task, rank=None):
         if rank is not None:

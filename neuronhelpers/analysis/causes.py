@@ -13,6 +13,7 @@ from neuronhelpers.core.vocab import FAIL, NOT_THE_COMPILER, PASS, UNTESTED
 from neuronhelpers.store.dataset import newest_per_model
 from neuronhelpers.verdict.causes import MAX_LENGTH, normalise
 from neuronhelpers.verdict.evidence import could_not_fail_count
+from neuronhelpers.verdict.upstream import upstream_for
 
 
 def error_signature(error) -> str | None:
@@ -54,11 +55,14 @@ def verdict_counts_line(df: pd.DataFrame) -> str:
 
 def ranked_lines(ranked: pd.DataFrame, top: int = 10, *, names: int = 8) -> list[str]:
     """``rank_causes`` (or ``untested_reasons``) as the lines the ``causes`` command prints: per cause its count,
-    stage and the first ``names`` architectures, and how many causes were left out."""
+    stage, the first ``names`` architectures and the upstream thread that knows it (verdict/upstream.py), and how
+    many causes were left out."""
     lines = []
     for row in ranked.head(top).itertuples(index=False):
         shown = ", ".join(row.architectures[:names]) + (", ..." if len(row.architectures) > names else "")
-        lines.append(f"{row.count:4d}  [{row.stage}] {row.cause}\n      {shown}")
+        thread = upstream_for(row.cause)
+        lines.append(f"{row.count:4d}  [{row.stage}] {row.cause}\n      {shown}"
+                     + (f"\n      {thread.line()}" if thread else ""))
     if len(ranked) > top:
         lines.append(f"      ... and {len(ranked) - top} more causes (--top N)")
     return lines

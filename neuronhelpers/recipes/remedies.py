@@ -67,6 +67,18 @@ def compiled_generation_kwargs(params, device, tokenizer):
     return kwargs
 '''
 
+_EAGER_ATTENTION = '''
+_recipe_load = load
+
+
+def load(params, device, sharded=False):
+    """The recipe's load, then attention through transformers' eager (matmul and softmax) implementation instead of
+    SDPA: the same computation, written as plain tensor operations."""
+    model, tokenizer, inputs = _recipe_load(params, device, sharded)
+    model.set_attn_implementation("eager")
+    return model, tokenizer, inputs
+'''
+
 REMEDIES = {remedy.name: remedy for remedy in (
     Remedy("use_cache", "use_cache=True", "generate() reads use_cache from the checkpoint's generation config: false "
            "means no cache, so no static cache and nothing compiled; the same weights, with a cache", _USE_CACHE),
@@ -79,6 +91,9 @@ REMEDIES = {remedy.name: remedy for remedy in (
     Remedy("fullgraph_false", "fullgraph=False",
            "where dynamo cannot trace a piece, it breaks the graph there and compiles the rest; each break is a return "
            "to Python on every step (graph_breaks counts them)", _GRAPH_BREAKS),
+    Remedy("attn_eager", 'attn_implementation="eager"',
+           "the failure is inside the attention implementation (SDPA's or the mask built for it); transformers' eager "
+           "attention computes the same softmax(QK^T)V with plain tensor operations", _EAGER_ATTENTION),
 )}
 
 # A cause's signature (a regular expression over the row's cause) -> the remedies to try, in order. The first entry
@@ -88,6 +103,7 @@ LADDER = [
     (r"recompile limit", ["recompile_limit"]),
     (r"data-dependent|PendingUnbackedSymbolNotFound|unbacked", ["capture_scalar_outputs", "fullgraph_false"]),
     (r"graph break|Unsupported:", ["fullgraph_false"]),
+    (r"transformers/integrations/sdpa_attention|prepare_attention_mask", ["attn_eager"]),
 ]
 
 

@@ -54,11 +54,12 @@ verdict (see What the rows ran on): only a Trainium row is a measurement on Trai
 def _protocol() -> str:
     from neuronhelpers.twins.pipelines import SHARES
     from neuronhelpers.twins.specs import SAME_COMPUTATION
-    from neuronhelpers.twins.weights import EMBEDDING_STDS, MIN_DISTINCT
+    from neuronhelpers.twins.weights import EMBEDDING_CHOICES, MIN_DISTINCT
 
     shared = "; ".join(f"`{variant}` uses `{base}`'s" for variant, base in SHARES.items())
     same = "; ".join(f"`{kind}` as `{base}` ({why})" for kind, (base, why) in SAME_COMPUTATION.items())
-    embeddings = ", ".join("the config's own" if std is None else f"std {std:g}" for std in EMBEDDING_STDS)
+    embeddings = ", ".join("the config's own" if std is None else f"std {std:g} (seed {seed})"
+                           for std, seed in EMBEDDING_CHOICES)
     ties = ", ".join(f"{dtype}: {margin:g}" for dtype, margin in vocab.NEAR_TIE_MARGIN.items())
     embedding_bounds = ", ".join(f"{dtype}: {b['max_abs_diff']:g} / {b['min_cosine']:g}"
                                  for dtype, b in vocab.EMBEDDING_TOLERANCE.items())
