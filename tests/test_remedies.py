@@ -14,7 +14,7 @@ from neuronhelpers.core.backends import get_backend
 from neuronhelpers.models.resolve import ModelRef
 from neuronhelpers.recipes import render
 from neuronhelpers.recipes.remedies import LADDER, REMEDIES, remedies_for
-from neuronhelpers.run.remedies import remedies_json, remedies_line, remedy_record
+from neuronhelpers.run.remedies import remedies_frame, remedies_json, remedies_line, remedy_record
 from neuronhelpers.store import schema
 
 SLIDING = "recompile limit: StaticSlidingWindowLayer.cumulative_length_int is a Python int guarded on every decode step"
@@ -74,6 +74,10 @@ def test_a_remedy_record_says_what_it_cost_and_whether_it_is_practical():
                                                   "capture_scalar_outputs = True: FAIL at compile; fullgraph=False: "
                                                   "FAIL at run)")
     assert remedies_json([]) is None and remedies_line(None) is None
+    table = remedies_frame(remedies_json([per_token, {**once, "peak_memory_bytes": 2**30}]))
+    assert table["change"].tolist() == ["torch._dynamo.config.recompile_limit = 64", "use_cache=True"]
+    assert table["recompiles_per_token"].tolist() == [True, False] and table["peak_memory_gib"].iloc[1] == 1.0
+    assert remedies_frame(None).empty  # a row nothing was tried for: an empty table, not an error
 
 
 def test_a_remedy_that_passed_is_never_read_as_the_models_result():

@@ -107,6 +107,10 @@ def test_check_sensitivity_uses_the_runs_own_rule():
     skipped = check_sensitivity(PARAMS, {"not_measured": "sharded over 4 ranks"}, reference)
     assert skipped == {"check_sensitive": None, "perturbation": "not measured: sharded over 4 ranks"}
     assert check_sensitivity(PARAMS, None, reference) == {"check_sensitive": None, "perturbation": None}
+    few = {"tokens": [5, 6] * 16, "top_ids": [[5, 9]] * 32, "top_logits": [[5.0, 1.0]] * 32}
+    moved_few = check_sensitivity(PARAMS, {"layer": "h.1", "size": 0.1, "tokens": [5, 7] * 16}, few)
+    assert moved_few["check_sensitive"] is False  # 2 distinct tokens of 32: it proves little, though one moved
+    assert "writes 2 distinct tokens, fewer than 8" in moved_few["perturbation"]
     embeddings = {"library": vocab.SENTENCE_TRANSFORMERS, "dtype": "float32"}
     moved = check_sensitivity(embeddings, {"layer": "0.model.encoder.layer.1", "size": 0.1,
                                            "embeddings": [[1.0, 0.5]]}, {"embeddings": [[1.0, 0.0]]})

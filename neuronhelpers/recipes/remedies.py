@@ -92,8 +92,9 @@ REMEDIES = {remedy.name: remedy for remedy in (
            "where dynamo cannot trace a piece, it breaks the graph there and compiles the rest; each break is a return "
            "to Python on every step (graph_breaks counts them)", _GRAPH_BREAKS),
     Remedy("attn_eager", 'attn_implementation="eager"',
-           "the failure is inside the attention implementation (SDPA's or the mask built for it); transformers' eager "
-           "attention computes the same softmax(QK^T)V with plain tensor operations", _EAGER_ATTENTION),
+           "the failure is inside transformers' SDPA attention; its eager attention computes the same softmax(QK^T)V "
+           "with plain tensor operations (tried on kosmos-2, 5.24.0: it then fails in the model's own mask code)",
+           _EAGER_ATTENTION),
 )}
 
 # A cause's signature (a regular expression over the row's cause) -> the remedies to try, in order. The first entry
@@ -103,7 +104,7 @@ LADDER = [
     (r"recompile limit", ["recompile_limit"]),
     (r"data-dependent|PendingUnbackedSymbolNotFound|unbacked", ["capture_scalar_outputs", "fullgraph_false"]),
     (r"graph break|Unsupported:", ["fullgraph_false"]),
-    (r"transformers/integrations/sdpa_attention|prepare_attention_mask", ["attn_eager"]),
+    (r"transformers/integrations/sdpa_attention", ["attn_eager"]),
 ]
 
 

@@ -74,6 +74,20 @@ def remedies_line(value) -> str | None:
     return f"PASS with {passed['change']}{cost}"
 
 
+def remedies_frame(value):
+    """A row's remedies as tried, one line each: the change, its verdict and what it cost (compile seconds, compiled
+    graphs, recompiles and whether they grew with the tokens, graph breaks, peak memory in GiB)."""
+    import pandas as pd
+
+    columns = ["change", "result", "compile_s", "unique_graphs", "recompiles", "recompiles_per_token", "graph_breaks",
+               "peak_memory_gib", "changes_computation"]
+    tried = json.loads(value) if isinstance(value, str) and value else []
+    frame = pd.DataFrame(tried).reindex(columns=[*columns, "peak_memory_bytes"])
+    frame["peak_memory_gib"] = (frame.pop("peak_memory_bytes").astype(float) / 2**30).round(2)
+    frame["compile_s"] = frame["compile_s"].astype(float).round(1)
+    return frame[columns]
+
+
 def _cost(record: dict) -> str:
     recompiles, graphs = record.get("recompiles"), record.get("unique_graphs")
     if record.get("recompiles_per_token"):

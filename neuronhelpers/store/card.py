@@ -318,7 +318,10 @@ def _remedies(rows) -> str:
     counts = remedy_counts(rows)
     if not counts:
         return ""
-    lines = _table_rows(counts, lambda c: (c["cause"][:90], c["rows"], f"`{c['remedy']}`",
+    def short(cause: str) -> str:  # its start and its frame (`@ file:function`): two causes stay two lines
+        return cause if len(cause) <= 90 else f"{cause[:55]}… {cause[-34:]}"
+
+    lines = _table_rows(counts, lambda c: (short(c["cause"]), c["rows"], f"`{c['remedy']}`",
                                           f"{c['passed']} of {c['tried']}",
                                           "" if c["compile_s"] is None else c["compile_s"], c["per_token"]))
     return f"""## What would make a FAIL run

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 
+from neuronhelpers.core.vocab import MIN_DISTINCT_TOKENS
 from neuronhelpers.twins.configs import walk_configs
 
 # Logits of a fan-in head over a normalised hidden state spread by about 1; this many times wider, the median
@@ -96,7 +97,7 @@ def _draw(weight, fan_in: int, generator) -> None:
 # every earlier choice), jetmoe (2), asr-moonshine_streaming (3) and asr-canary (5) met none of the first three; a
 # twin that met one before keeps it. None passing, the first is kept and the rows say so (check_sensitive).
 EMBEDDING_CHOICES = ((None, 0), (0.3, 0), (1.0, 0), (3.0, 0), (0.3, 1), (1.0, 1), (3.0, 1))
-MIN_DISTINCT = 8
+MIN_DISTINCT = MIN_DISTINCT_TOKENS
 
 
 def choose_embeddings(spec, folder) -> dict:
