@@ -188,6 +188,9 @@ GLOSSARY = {
                         "were closer than the dtype's tolerance",
     "judge": "for a model too large for a CPU reference: a small language model that reads the text and says whether "
              "it is sound English",
+    "remedy": "one change to the recipe (a compiler setting, a generate() argument) that `sweep --remedies` tries "
+              "after a FAIL, written into run.py as a parameter; recorded beside the verdict with its cost, never as "
+              "it",
     "evidence": "what a verdict stands on: exact > near_tie > within_tolerance > judged for a PASS; for a FAIL, "
                 "whether the model ran eagerly on the same device",
     "TP": "tensor parallelism: each rank holds a slice of every layer's weights",
@@ -210,7 +213,7 @@ DEFINED_IN = {
     "NeuronCore": "02", "LNC": "02", "NEFF": "02", "compile cache": "02", "static cache": "02", "reference": "02",
     EXACT: "02", NEAR_TIE: "02", "evidence": "02", "GGUF": "02", "dynamo": "02", "recompile": "02",
     "graph break": "02",
-    "judge": "04",
+    "judge": "04", "remedy": "04",
     "rank": "03", "EP": "03",
     "gate": "06",
 }
