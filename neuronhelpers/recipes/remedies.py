@@ -27,6 +27,7 @@ class Remedy:
     reason: str  # why it is on the list
     code: str  # the block run.py gets (appended after the recipe, before main runs)
     changes_computation: bool = False  # True: a PASS with it is not the model running
+    caveat: str = ""  # what a PASS with it does not show, said beside it in the answer
 
 
 _USE_CACHE = '''
@@ -45,6 +46,14 @@ import torch._dynamo  # noqa: E402 - the remedy's one setting, before anything c
 # A guard that changes on every decode step recompiles each step: let it, up to 64 (the default stops at 8).
 torch._dynamo.config.recompile_limit = 64
 torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit, 256)
+'''
+
+_DYNAMIC_WINDOW = '''
+import torch.compiler  # noqa: E402 - the remedy's one setting, before anything compiles
+
+# The sliding-window cache's length, a Python int that dynamo would guard (and so recompile on) at every decode step,
+# becomes a symbolic integer of one graph instead.
+torch.compiler.config.dynamic_sources = r".*cumulative_length_int"
 '''
 
 _CAPTURE_SCALARS = '''
@@ -82,6 +91,10 @@ def load(params, device, sharded=False):
 REMEDIES = {remedy.name: remedy for remedy in (
     Remedy("use_cache", "use_cache=True", "generate() reads use_cache from the checkpoint's generation config: false "
            "means no cache, so no static cache and nothing compiled; the same weights, with a cache", _USE_CACHE),
+    Remedy("dynamic_window", 'torch.compiler.config.dynamic_sources = r".*cumulative_length_int"',
+           "the sliding-window cache's length is a Python int guarded on every decode step; marked dynamic, it is a "
+           "symbolic integer of one compiled graph", _DYNAMIC_WINDOW,
+           caveat="shown on CPU with inductor; on Trainium neuronx-cc must accept that symbolic integer: untried"),
     Remedy("recompile_limit", "torch._dynamo.config.recompile_limit = 64",
            "a Python value guarded on every decode step (a sliding window's position) recompiles the step each token; "
            "a higher limit lets generate() finish, at one compile per generated token", _RECOMPILE_LIMIT),
@@ -101,6 +114,7 @@ REMEDIES = {remedy.name: remedy for remedy in (
 # that matches decides.
 LADDER = [
     (r"use_cache: false", ["use_cache"]),
+    (r"StaticSlidingWindowLayer\.cumulative_length_int", ["dynamic_window", "recompile_limit"]),
     (r"recompile limit", ["recompile_limit"]),
     (r"data-dependent|PendingUnbackedSymbolNotFound|unbacked", ["capture_scalar_outputs", "fullgraph_false"]),
     (r"graph break|Unsupported:", ["fullgraph_false"]),

@@ -71,7 +71,8 @@ def remedies_line(value) -> str | None:
                            for t in tried)
         return f"no remedy made it run (tried {failed})"
     cost = _cost(passed)
-    return f"PASS with {passed['change']}{cost}"
+    caveat = getattr(REMEDIES.get(passed.get("remedy")), "caveat", "")
+    return f"PASS with {passed['change']}{cost}" + (f" ({caveat})" if caveat else "")
 
 
 def remedies_frame(value):
