@@ -191,7 +191,7 @@ def test_a_twin_that_settles_on_one_token_gets_embeddings_that_bring_the_input_b
     own embeddings is saved unchanged."""
     from neuronhelpers.twins.specs import twin_spec
     from neuronhelpers.twins.text import write_text_twin
-    from neuronhelpers.twins.weights import MIN_DISTINCT, choose_embeddings
+    from neuronhelpers.twins.weights import choose_embeddings
 
     for model_type, std in (("qwen3_moe", 0.3), ("llama", None)):
         folder = tmp_path / model_type
@@ -199,7 +199,7 @@ def test_a_twin_that_settles_on_one_token_gets_embeddings_that_bring_the_input_b
         before = (folder / "model.safetensors").read_bytes()
         chosen = choose_embeddings(twin_spec(model_type), folder)
         assert chosen["embedding_std"] == std and chosen["perturbation_changes"] is True
-        assert chosen["distinct_tokens"] >= MIN_DISTINCT
+        assert chosen["distinct_tokens"] >= vocab.MIN_DISTINCT_TOKENS
         assert ((folder / "model.safetensors").read_bytes() == before) is (std is None)
 
 
@@ -240,16 +240,15 @@ def test_a_gate_held_at_zero_is_opened_and_nothing_else_is():
 def test_the_twins_that_barely_spoke_now_write_eight_tokens_a_change_reaches(model_id):
     """jetmoe wrote 2 distinct tokens at every embedding choice of before (the later (std, seed) choices find one) and
     mllama's perturbed middle layer was a cross-attention layer gated at 0 (now open): both twins now write at least
-    MIN_DISTINCT distinct tokens that the measuring's perturbation changes."""
+    vocab.MIN_DISTINCT_TOKENS distinct tokens that the measuring's perturbation changes."""
     import json
 
     from safetensors.torch import load_file
 
     from neuronhelpers.twins.build import build_twin
-    from neuronhelpers.twins.weights import MIN_DISTINCT
 
     folder = build_twin(model_id)
     chosen = json.loads((folder / "TWIN.json").read_text())["weights"]
-    assert chosen["distinct_tokens"] >= MIN_DISTINCT and chosen["perturbation_changes"] is True, chosen
+    assert chosen["distinct_tokens"] >= vocab.MIN_DISTINCT_TOKENS and chosen["perturbation_changes"] is True, chosen
     gates = {k: v for k, v in load_file(folder / "model.safetensors").items() if k.endswith("cross_attn_attn_gate")}
     assert all(float(v) == 1.0 for v in gates.values()) and (bool(gates) is (model_id == "tiny/mllama"))

@@ -199,8 +199,9 @@ RAN_ON = {
 RAN_ON_DEVICE = {"neuron": RAN_ON_TRAINIUM, "cpu": "CPU", "cuda": "CUDA"}
 RAN_ON_TWIN, RAN_ON_REAL = "twin", "real checkpoint"
 
-# Where the answer for a Hub id comes from, best first: a row measured on Trainium, else the model's own twin (its
-# config.json, sizes shrunk: twins/own.py), else its architecture's twin (the default config). The label says which.
+# Where the answer for a Hub id comes from, best first: a row measured on Trainium, else the shelf's real checkpoint
+# run on CPU, else the model's own twin (its config.json, sizes shrunk: twins/own.py), else its architecture's twin
+# (the default config). The label says which.
 ANSWER_TRAINIUM, ANSWER_MODEL_TWIN, ANSWER_ARCHITECTURE_TWIN = "measured on Trainium", "model twin", "architecture twin"
 ANSWER_SHELF = "real checkpoint on CPU"
 ANSWERS = {

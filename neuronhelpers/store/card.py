@@ -54,7 +54,7 @@ verdict (see What the rows ran on): only a Trainium row is a measurement on Trai
 def _protocol() -> str:
     from neuronhelpers.twins.pipelines import SHARES
     from neuronhelpers.twins.specs import SAME_COMPUTATION
-    from neuronhelpers.twins.weights import EMBEDDING_CHOICES, MIN_DISTINCT
+    from neuronhelpers.twins.weights import EMBEDDING_CHOICES
 
     shared = "; ".join(f"`{variant}` uses `{base}`'s" for variant, base in SHARES.items())
     same = "; ".join(f"`{kind}` as `{base}` ({why})" for kind, (base, why) in SAME_COMPUTATION.items())
@@ -103,10 +103,10 @@ shrunk dimensions and random weights, built from the architecture's default conf
 from one model's own config.json (`tiny/<org>--<name>`, a model twin: see Answers). They show whether the code,
 configured so, compiles; they say nothing of the real checkpoints' weights. A twin's linear maps are drawn at
 1/sqrt(fan-in) with an output head of its own, and its input embeddings are the first of ({embeddings}) with which
-it writes at least {MIN_DISTINCT} distinct tokens that a change to its middle layer alters, so its tokens depend on
-what its layers compute; `check_sensitive` says whether its check caught a deliberate change. Families that share a
-twin (the same components inside their own pipeline class): {shared}. Types whose twins computed exactly the same
-tokens as another type's, so that one row stands for both: {same}.
+it writes at least {vocab.MIN_DISTINCT_TOKENS} distinct tokens that a change to its middle layer alters, so its
+tokens depend on what its layers compute; `check_sensitive` says whether its check caught a deliberate change.
+Families that share a twin (the same components inside their own pipeline class): {shared}. Types whose twins
+computed exactly the same tokens as another type's, so that one row stands for both: {same}.
 
 Every row carries the exact `run_py` that ran and its `requirements`: save them and run `python3 run.py`.
 

@@ -90,14 +90,13 @@ def _draw(weight, fan_in: int, generator) -> None:
 
 
 # Which input embeddings a generating twin keeps: the first of these (standard deviation, seed) choices (None: the
-# config's own initialisation, usually 0.02) whose twin writes at least MIN_DISTINCT distinct tokens of its 32 and
-# whose tokens a perturbation of its decoder's middle block (verdict/perturb.py, the measuring's own) changes. Small
-# embeddings let the layers dominate, and some stacks then settle on one token whatever the input (qwen3_moe,
-# nanochat: measured); larger ones bring the input back. The last four were added when aria (1 distinct token at
-# every earlier choice), jetmoe (2), asr-moonshine_streaming (3) and asr-canary (5) met none of the first three; a
-# twin that met one before keeps it. None passing, the first is kept and the rows say so (check_sensitive).
+# config's own initialisation, usually 0.02) whose twin writes at least vocab.MIN_DISTINCT_TOKENS distinct tokens of its
+# 32 and whose tokens a perturbation of its decoder's middle block (verdict/perturb.py, the measuring's own) changes.
+# Small embeddings let the layers dominate, and some stacks then settle on one token whatever the input (qwen3_moe,
+# nanochat: measured); larger ones bring the input back. The last four were added when aria (1 distinct token at every
+# earlier choice), jetmoe (2), asr-moonshine_streaming (3) and asr-canary (5) met none of the first three; a twin that
+# met one before keeps it. None passing, the first is kept and the rows say so (check_sensitive).
 EMBEDDING_CHOICES = ((None, 0), (0.3, 0), (1.0, 0), (3.0, 0), (0.3, 1), (1.0, 1), (3.0, 1))
-MIN_DISTINCT = MIN_DISTINCT_TOKENS
 
 
 def choose_embeddings(spec, folder) -> dict:
@@ -137,7 +136,7 @@ def choose_embeddings(spec, folder) -> dict:
             changed = tokens() != written
         tried.append({"embedding_std": std, "embedding_seed": SEED + seed, "distinct_tokens": len(set(written)),
                       "perturbation_changes": changed})
-        if len(set(written)) >= MIN_DISTINCT and changed:
+        if len(set(written)) >= MIN_DISTINCT_TOKENS and changed:
             if std is not None:
                 model.save_pretrained(folder)
             return {**tried[-1], "tried": len(tried)}
