@@ -93,10 +93,10 @@ lab:
 
 # Every lesson executed as an attendee's Run All (after make demo: its results, warm twins and compile cache); the
 # seconds of each cell go to neuronhelpers/data/workshop_timings.json, from which the day's plan is worked out. Then
-# `python -m neuronhelpers.ui.workshop` rewrites the start page and the lessons' time lines from it.
+# `python -m neuronhelpers.ui.pages` rewrites the start page, the teacher's guide and the lessons' time lines from it.
 workshop-timings: install
 	$(PY) scripts/measure_day.py
-	$(PY) -m neuronhelpers.ui.workshop
+	$(PY) -m neuronhelpers.ui.pages
 
 # The notebooks as they ran, one HTML page each and a contents page (build/book/index.html; reads offline), from the
 # executed copies tests/test_notebooks.py keeps in build/executed; a notebook without one is executed here once.
@@ -112,6 +112,7 @@ bench: install
 	$(PY) bench/bench_perturbation.py
 	$(PY) bench/bench_writers.py
 	$(PY) bench/bench_forked_sweep.py
+	$(PY) bench/bench_remedies.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache test-artifacts .gate-results .venv-transformers-* .venv-torch-*

@@ -3,24 +3,24 @@
 Data flows one way, one subpackage per stage, each importing only those above it in this list
 (tests/test_structure.py holds it; the notebook that teaches each stage in brackets):
 
-    core/      vocabulary, errors, settings, backends, versions, is the Hub reachable          [04, 05]
-    plan/      how many NeuronCores hold a model, and how it is split (TP / EP)             [03]
-    process/   a run.py's own process tree (timeout, limits, the JSON line), the fork server  [02, 05]
+    core/      vocabulary, errors, settings, backends, versions, is the Hub reachable          [03, 06]
+    plan/      how many NeuronCores hold a model, and how it is split (TP / EP)             [04]
+    process/   a run.py's own process tree (timeout, limits, the JSON line), the fork server  [02, 06]
     recipes/   the run.py recipes and their renderer: the only source of run.py              [02]
-    verdict/   per run: token and tensor checks, failure classification and its signature    [04]
-    twins/     tiny twins: real architectures shrunk, built offline; broken copies           [02, 04, 06]
+    verdict/   per run: token and tensor checks, failure classification and its signature    [03]
+    twins/     tiny twins: real architectures shrunk, built offline; broken copies           [02, 03, 05]
     models/    what a person typed -> a checkpoint to load; the Selected list; Hub rankings   [01, 02]
     store/     the row schema, version-pair Parquet files (ours and the published layout), diff and the gate,
-               card, publish                                                                  [01, 05]
+               card, publish                                                                  [01, 06]
     run/       one model end to end: the measuring around run.py, the CPU reference or the judge, the row
-                                                                                              [02, 03]
+                                                                                              [02, 04]
     analysis/  across rows: causes ranked, twins against real checkpoints and Trainium, declared vs measured
-                                                                                              [04, 06]
-    sweep/     many models, one process tree each: locally or on a Ray cluster              [05]
-    ui/        the explorer, plots, the Voila app, the book, the workshop and its exercises    [00, 01, 06]
+                                                                                              [03, 05]
+    sweep/     many models, one process tree each: locally or on a Ray cluster              [06]
+    ui/        the explorer, plots, the Voila app, the book, the workshop and its exercises    [00, 01, 05]
     cli/       the ``neuronhelpers`` command and ``doctor``
 
-The names notebooks use are importable from here, so a lesson imports internals only where it says why (notebook 03
+The names notebooks use are importable from here, so a lesson imports internals only where it says why (notebook 04
 reads the recipe's own source). Each is loaded on first use; ``import neuronhelpers`` stays light:
 
     run_model, plan_run, summary_line, saved_output, render_run_py, recipe_params, render_requirements, plan_model,

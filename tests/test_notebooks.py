@@ -47,12 +47,12 @@ PROBES = {
              "replayed": replayed["tokens"] == row["tokens"], "ex1": exercise_1,
              "tokens": row["tokens"],
              "ex2": exercise_2}""",
-    "03": """{"rows": {name: [r["result"], r["verification"], r["parallelism"], r["neuron_cores"],
+    "04": """{"rows": {name: [r["result"], r["verification"], r["parallelism"], r["neuron_cores"],
                               r["tokens"] == r["reference_tokens"]] for name, r in rows.items()},
              "real_plan": [real_plan.cores, real_plan.parallelism],
              "gated_plan": [gated_plan.cores, gated_plan.parallelism],
              "ex1": exercise_1, "ex2": exercise_2}""",
-    "04": """{**{kind: [r["result"], r["stage"], r["cause"]] for kind, r in rows.items()},
+    "03": """{**{kind: [r["result"], r["stage"], r["cause"]] for kind, r in rows.items()},
              "untested": [untested["result"], untested["stage"]],
              "work_in_repo": str(work).startswith(str(Path.cwd().parent)),
              "judge": judge.name, "judged": judged, "real_vs_twin": side_by_side.values.tolist(),
@@ -66,11 +66,11 @@ PROBES = {
              "dependency": [dependency.result, dependency.stage, dependency.cause],
              "excluded": {r["model_id"]: [r["result"], r["error"]] for r in excluded}, "ex1": exercise_1,
              "ex2": exercise_2}""",
-    "05": """{"release_rows": [r["result"] for r in rows], "changes": sorted(set(changes.change.astype(str))),
+    "06": """{"release_rows": [r["result"] for r in rows], "changes": sorted(set(changes.change.astype(str))),
              "gate_problems": len(problems), "release_in_repo": str(release).startswith(str(Path.cwd().parent)),
              "step": step.label(), "synced": [copied, same], "files": files, "ex1": exercise_1, "ex2": exercise_2,
              "refusal": refusal, "pr_preview": pr_preview.describe(dry_run=True)}""",
-    "06": """{"tasks": dict(Counter(s.task for s in specs)), "pairs": len(pairs), "causes": len(causes),
+    "05": """{"tasks": dict(Counter(s.task for s in specs)), "pairs": len(pairs), "causes": len(causes),
              "live": row["result"], "agreement": agreement_line(agreement), "real_rows": len(agreement),
              "declared_line": disagreement_line(declared), "disagree": int(declared.disagree.sum()),
              "verdict_columns": list(verdicts_per_pair(twins_only).columns), "ex1": exercise_1, "ex2": exercise_2,
@@ -81,7 +81,7 @@ PROBES = {
 
 
 def test_the_notebooks_exist_in_teaching_order_and_each_whats_next_names_the_next_lesson():
-    assert [p.stem[:2] for p in NOTEBOOKS] == list(LESSON_ORDER) == ["00", "01", "02", "04", "03", "06", "05"]
+    assert [p.stem[:2] for p in NOTEBOOKS] == list(LESSON_ORDER) == ["00", "01", "02", "03", "04", "05", "06"]
     for path in NOTEBOOKS:
         cells = json.loads(path.read_text())["cells"]
         whats_next = "".join(cells[-1]["source"]).split("## What's next", 1)[1]
@@ -128,7 +128,7 @@ def run_notebook(path, tmp_path):
     nb = nbformat.read(path, as_version=4)
     inject_parameters(nb, SOLUTIONS=True,
                       **({"RESULTS": str(tmp_path / "results")} if path.stem.startswith("01") else {}),
-                      **({"CATALOG": str(ROOT / "catalog")} if path.stem[:2] in ("01", "04", "05", "06") else {}))
+                      **({"CATALOG": str(ROOT / "catalog")} if path.stem[:2] in ("01", "03", "06", "05") else {}))
     probe = PROBES[path.stem[:2]]
     nb.cells.append(nbformat.v4.new_code_cell(
         "import json as _json\nimport os\nfrom pathlib import Path\n"
@@ -137,7 +137,7 @@ def run_notebook(path, tmp_path):
     nb.cells.append(nbformat.v4.new_code_cell(
         "from neuronhelpers import check_answer as _check\n"
         "_given = {('02', 1): {'row': globals().get('row')}, ('02', 2): {'model_id': globals().get('MODEL')},\n"
-        "          ('06', 3): {'model_id': globals().get('MY_MODEL')}}\n"
+        "          ('05', 3): {'model_id': globals().get('MY_MODEL')}}\n"
         f"_checks = {{n: _check('{path.stem[:2]}', n, globals()[f'exercise_{{n}}'], "
         f"**_given.get(('{path.stem[:2]}', n), {{}})) "
         "for n in (1, 2, 3) if f'exercise_{n}' in globals()}\n"
@@ -161,7 +161,7 @@ def run_notebook(path, tmp_path):
 # What doctor may fail on a machine that presents a neuron device but is no trn2 (this one, with the fake device).
 ONLY_ON_TRN2 = {"python 3.12-3.14", "torch-neuronx", "neuronx-cc"}
 # The cells that run real models on a trn2: each says it skipped, and why, with the parameters' defaults.
-TRN2_CELLS = {"02": 1, "03": 2, "05": 1}
+TRN2_CELLS = {"02": 1, "04": 2, "06": 1}
 
 
 @pytest.fixture
@@ -226,7 +226,7 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path, wor
         assert lesson["ex1"] == lesson["tokens"][-8:] and "python3 run.py" in text  # the terminal exercise
         ex2 = lesson["ex2"]  # the run.py a trn2 would run, rendered here
         assert ex2 == {"device": "neuron", "dtype": "bfloat16", "compile_backend": "neuron", "tolerance": 0.25}, ex2
-    elif number == "03":
+    elif number == "04":
         (dense, moe) = lesson["rows"].values()
         assert dense[:5] == ["PASS", "exact", "tp", 2, True], dense
         assert moe[0:2] == ["PASS", "exact"] and "ep" in moe[2] and moe[4], moe
@@ -240,7 +240,7 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path, wor
             "not answered yet")[0]  # the twin's layout is not on screen before the exercises
         assert ex2["twin_refused"] and "not divisible by 4" in ex2["twin_refusal"] and ex2["real_splits"] == [1, 2, 4]
         assert ex2["real_counts"] == [4]
-    elif number == "04":
+    elif number == "03":
         for kind in ("mismatch", "load", "compile", "timeout", "reference"):
             assert lesson[kind][:2] == ["FAIL", kind] and lesson[kind][2], (kind, lesson[kind])
         assert {"evidence", "device_eager"} <= set(lesson["tables"])
@@ -263,7 +263,7 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path, wor
         ex2 = lesson["ex2"]  # a live FAIL read in class: its evidence is not the one the cells above print
         assert (ex2["result"], ex2["stage"], ex2["evidence"]) == ("FAIL", "compile", "eager_failed_too"), ex2
         assert ex2["cause"].startswith("IndexError") and "eager_failed_too" not in text.split("not answered yet")[0]
-    elif number == "05":
+    elif number == "06":
         assert set(lesson["release_rows"]) == {"PASS"} and not lesson["release_in_repo"]
         assert {"regressed", "improved", "new cause"} & set(lesson["changes"]) and lesson["gate_problems"] > 0
         assert "would upload" in text and "_version_" not in text and "np.int64" not in text
@@ -287,7 +287,7 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path, wor
         assert "  row: HuggingFaceTB/SmolLM2-135M-Instruct PASS on Trainium, 1 core(s)" in preview
         assert "the example's Trainium row instead (made up, not a measurement)" in text
         assert "image/png" in kinds  # the verdicts per release pair
-    elif number == "06":
+    elif number == "05":
         assert lesson["tasks"]["text-generation"] > 150 and lesson["tasks"]["image-text-to-text"] > 90
         assert lesson["pairs"] >= 3 and lesson["causes"] >= 3 and lesson["live"] == "PASS"
         assert lesson["real_rows"] >= 3 and lesson["agreement"].startswith("twins agree with ")

@@ -71,11 +71,11 @@ def test_a_book_of_executed_notebooks_is_in_lesson_order_escaped_collapsed_and_o
 
 
 def test_the_title_is_the_first_heading_and_the_overview_its_first_sentence():
-    nb = new_notebook(cells=[new_markdown_cell("Intro\n\n# 03 · Sharded runs\n\n## Overview\n"
+    nb = new_notebook(cells=[new_markdown_cell("Intro\n\n# 04 · Sharded runs\n\n## Overview\n"
                                                "How the cores are chosen, e.g. Two. Then the check.\n\n"
                                                "## Prerequisites\nNone.")])
-    assert lesson_heading(nb, "03_x") == ("03 · Sharded runs", "How the cores are chosen, e.g. Two.")
-    assert lesson_heading(new_notebook(), "03_x") == ("03_x", "")
+    assert lesson_heading(nb, "04_x") == ("04 · Sharded runs", "How the cores are chosen, e.g. Two.")
+    assert lesson_heading(new_notebook(), "04_x") == ("04_x", "")
 
 
 @pytest.mark.slow

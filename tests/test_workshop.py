@@ -1,4 +1,5 @@
-"""The workshop (neuronhelpers.ui.workshop, ui/exercises.py): the start page is written from the package, the plan
+"""The workshop (neuronhelpers.ui.workshop, ui/pages.py, ui/exercises.py): the start page and the teacher's guide are
+written from the package, the plan
 fits 90 minutes with slack, the glossary defines the terms the issue found undefined and each lesson defines a term
 where it is first used, the trn2 and Hub guards skip with a reason on a machine with a (fake) neuron device, a trn2
 reading the inductor catalog gets the newest pair and is told so, and the self-check says right, not yet (with a
@@ -16,7 +17,7 @@ from neuronhelpers.core.backends import detect_backend, get_backend
 from neuronhelpers.core.settings import DEVICE_DIR_ENV
 from neuronhelpers.core.topology import neuron_device_present
 from neuronhelpers.store.dataset import current_or_newest, load_results
-from neuronhelpers.ui import day, exercises, workshop
+from neuronhelpers.ui import day, exercises, pages, trn2day, workshop
 from neuronhelpers.ui.exercises import NOT_ANSWERED, NOT_YET, RIGHT, check_answer
 
 
@@ -29,14 +30,46 @@ def fake_neuron_device(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_the_committed_start_page_is_the_one_the_package_writes(tmp_path):
-    written = json.loads(workshop.write_start_page(tmp_path).read_text())
-    committed = json.loads((ROOT / "notebooks" / "00_start_here.ipynb").read_text())
-    assert [c["source"] for c in committed["cells"]] == [c["source"] for c in written["cells"]], (
-        "notebooks/00_start_here.ipynb is stale: run `python -m neuronhelpers.ui.workshop`")
-    text = "".join("".join(c["source"]) for c in written["cells"])
-    assert workshop.plan_markdown() in text and workshop.glossary_markdown() in text
+def test_the_committed_start_page_and_teachers_guide_are_the_ones_the_package_writes(tmp_path):
+    """Issue 50, item 1: the attendees' page is one screen (at most 400 words of Markdown: what each lesson lets you
+    do, what to know beforehand, the set-up as typed, the lessons in order); the plans, homework, trn2 preparation
+    and glossary are the teacher's."""
+    for written in pages.write_pages(tmp_path):
+        committed = json.loads((ROOT / "notebooks" / written.name).read_text())
+        assert [c["source"] for c in committed["cells"]] == [c["source"] for c in json.loads(written.read_text())[
+            "cells"]], f"notebooks/{written.name} is stale: run `python -m neuronhelpers.ui.pages`"
+    start, guide = pages.start_page(), pages.teachers_guide()
+    assert pages.markdown_words(start) <= pages.START_PAGE_MAX_WORDS
+    text = "".join(c.source for c in start.cells)
     assert "make lab" in text and "HF_HUB_OFFLINE=1" in text and "build/book/index.html" in text
+    assert pages.lessons_markdown() in text and "## Prerequisites" in text and workshop.plan_markdown() not in text
+    guide_text = "".join(c.source for c in guide.cells)
+    for part in (workshop.plan_markdown(), workshop.plan_markdown(120), workshop.homework_markdown(),
+                 workshop.glossary_markdown(), trn2day.preparation_markdown(), trn2day.run_all_markdown(),
+                 trn2day.BACKEND_NAME):
+        assert part in guide_text
+    assert "TorchNeuron" in guide_text and "beta" in guide_text and "512 GB" in guide_text
+
+
+def test_the_trn2_run_all_names_every_section_that_compiles_or_runs_a_real_model_with_the_lessons_marks():
+    """Issue 50, item 6: the worked-out Run All covers every trn2 cell of the lessons and every estimated compile,
+    each under a section the lesson has (its mark read from the lesson); a real model's cell is bounded in class."""
+    steps = {(s.lesson, s.section) for s in trn2day.RUN_ALL}
+    assert all(s.mark in day.MARKS for s in trn2day.RUN_ALL), [(s.lesson, s.section) for s in trn2day.RUN_ALL
+                                                                  if s.mark not in day.MARKS]
+    assert {(r.lesson, r.cell) for r in day.TRN2_COMPILES} == {(s.lesson, s.compiles) for s in trn2day.RUN_ALL
+                                                                 if s.compiles}
+    for path in workshop.lesson_paths()[1:]:
+        cells = {c["id"]: "".join(c["source"]) for c in json.loads(path.read_text())["cells"]}
+        for section in day.sections(path.stem[:2]):
+            if any("workshop.trn2_cell(" in cells[i] and "model_id=" in cells[i] for i in section.code_cells):
+                assert any(n == path.stem[:2] and section.title.startswith(t) for n, t in steps), section.title
+                assert all("preparing=PREPARING" in cells[i] for i in section.code_cells
+                           if "workshop.trn2_cell(" in cells[i]), section.title
+    real = [s for s in trn2day.RUN_ALL if s.real]
+    assert real and all(s.worst_minutes(True) == workshop.IN_CLASS_TIMEOUT_S / 60 and s.worst_minutes(False) == 0
+                        for s in real)
+    assert "not run" in trn2day.run_all_markdown()
 
 
 def test_each_day_is_worked_out_from_the_marks_and_the_measurement_and_fits_with_slack():
@@ -75,12 +108,12 @@ def test_every_part_of_a_lesson_is_marked_in_class_or_homework_where_the_book_sh
 
 
 def test_the_whole_arc_is_in_class_on_the_shorter_day():
-    """Issue 41, item 2: look a model up (01), run one and read its run.py (02), read a FAIL (04), contribute (05)."""
-    taught = {n: [s for s in day.sections(n) if s.in_class(90)] for n in ("01", "02", "04", "05")}
+    """Issue 41, item 2: look a model up (01), run one and read its run.py (02), read a FAIL (03), contribute (06)."""
+    taught = {n: [s for s in day.sections(n) if s.in_class(90)] for n in ("01", "02", "03", "06")}
     assert any(s.title.startswith("The classic query") for s in taught["01"])
     assert any(s.title.startswith("The run.py") for s in taught["02"])
-    assert any(s.exercise and "FAIL" in s.title for s in taught["04"]), [s.title for s in taught["04"]]
-    assert any("ontribut" in s.title for s in taught["05"]), [s.title for s in taught["05"]]
+    assert any(s.exercise and "FAIL" in s.title for s in taught["03"]), [s.title for s in taught["03"]]
+    assert any("ontribut" in s.title for s in taught["06"]), [s.title for s in taught["06"]]
 
 
 def test_every_code_cell_of_every_lesson_has_a_measured_time():
@@ -142,15 +175,15 @@ def test_a_trn2_reading_the_inductor_catalog_gets_the_newest_pair_and_is_told(fa
 def test_the_self_check_says_missing_wrong_with_a_hint_and_right(capsys):
     """The whole answer is judged at once (issue 41): how many parts are right, never which, so wrong answers that
     differ in which part is wrong read the same and a small answer space cannot be searched one part at a time."""
-    right = exercises.EXERCISES[("04", 1)].expected()
-    lines = [check_answer("04", 1, None), check_answer("04", 1, {**right, "b": "mismatch"}),
-             check_answer("04", 1, {k: v for k, v in right.items() if k != "margin"}), check_answer("04", 1, right)]
+    right = exercises.EXERCISES[("03", 1)].expected()
+    lines = [check_answer("03", 1, None), check_answer("03", 1, {**right, "b": "mismatch"}),
+             check_answer("03", 1, {k: v for k, v in right.items() if k != "margin"}), check_answer("03", 1, right)]
     missing, wrong, incomplete, good = lines
     assert missing.startswith(NOT_ANSWERED) and good.startswith(RIGHT)
     assert wrong.startswith(NOT_YET) and f"{len(right) - 1} of {len(right)} parts right" in wrong
-    assert all(f"'{key}': {exercises.EXERCISES[('04', 1)].hints[key]}" in wrong for key in right)  # every hint
+    assert all(f"'{key}': {exercises.EXERCISES[('03', 1)].hints[key]}" in wrong for key in right)  # every hint
     other = next(key for key in right if key != "b")
-    other_wrong = check_answer("04", 1, {**right, other: "mismatch"})
+    other_wrong = check_answer("03", 1, {**right, other: "mismatch"})
     assert other_wrong == wrong  # which part is wrong is not told
     assert incomplete.startswith(NOT_YET) and "'margin'" in incomplete
     assert capsys.readouterr().out == ""  # nothing printed: a notebook shows the returned line once, as the output
@@ -227,12 +260,12 @@ def test_the_trn2_compiles_per_lesson_are_counted_in_teaching_order_with_the_sou
     per_lesson = day.trn2_compiles()
     assert list(per_lesson) == list(workshop.LESSON_ORDER[1:])
     assert all(run.lesson in per_lesson and run.source for run in day.TRN2_COMPILES)
-    assert per_lesson["03"][0] > per_lesson["02"][0] > 0  # the sharded real models dominate
+    assert per_lesson["04"][0] > per_lesson["02"][0] > 0  # the sharded real models dominate
     sharded = next(r for r in day.TRN2_COMPILES if "Qwen3-30B" in r.cell)
     assert sharded.compiles == sharded.graphs * sharded.processes == 8
     table = day.trn2_compiles_markdown()
     assert "assumed" in table and "1200 s" in table and table.count("\n") == len(day.TRN2_COMPILES) + 2
-    assert day.trn2_compiles("05") == {"05": per_lesson["05"]}
+    assert day.trn2_compiles("06") == {"06": per_lesson["06"]}
 
 
 @pytest.fixture
@@ -272,6 +305,25 @@ def test_offline_a_trn2_cell_skips_a_model_never_fetched_and_runs_one_in_the_loc
     assert line.startswith("running: ") and "in the local Hugging Face cache: nothing is downloaded" in line, line
 
 
+def test_in_class_a_real_models_cell_runs_only_from_the_preparation_and_never_downloads(trn2_here, tmp_path,
+                                                                                        monkeypatch, capsys):
+    """Issue 50, item 6: with PREPARING off (the day), a real model not in the local Hugging Face cache is skipped
+    even where the Hub answers, saying to prepare it the day before; with PREPARING on it may be fetched."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(network, "hub_reachable", lambda: True)  # the Hub answers: only the switch stops a download
+    monkeypatch.setattr(workshop, "hub_download_bytes", lambda model_id: 1_500_000_000)
+    monkeypatch.setattr(workshop, "_free_bytes", lambda: 10**12)
+    assert not workshop.trn2_cell(True, "Qwen/Qwen3-0.6B", model_id="Qwen/Qwen3-0.6B", preparing=False)
+    line = capsys.readouterr().out
+    assert line.startswith("skipped: not prepared: Qwen/Qwen3-0.6B is not in the local Hugging Face cache"), line
+    assert "PREPARING = True the day before" in line
+    assert workshop.trn2_cell(True, "Qwen/Qwen3-0.6B", model_id="Qwen/Qwen3-0.6B", preparing=True)
+    assert capsys.readouterr().out.startswith("running: Qwen/Qwen3-0.6B; it downloads 1.5 GB")
+    assert workshop.trn2_timeout(False) == workshop.IN_CLASS_TIMEOUT_S <= 300 < workshop.trn2_timeout(True)
+
+
 def test_on_a_trn2_lesson_01s_exercise_1_and_its_check_read_the_same_rows(fake_neuron_device):
     """Issue 41, item 6b: on a trn2 this environment's pair is a neuron one, which the attendee's own results hold and
     the catalog does not; the exercise (its solution as the notebook writes it) and its check both read the catalog
@@ -308,9 +360,9 @@ def test_lesson_04s_live_fail_is_checked_from_the_catalog_here_and_from_a_run_on
         return ("FAIL", "compile", "a cause on neuron", "eager_failed_too")
 
     monkeypatch.setattr(exercises, "_live_fail_run", run)
-    expected = exercises.EXERCISES[("04", 2)].expected()
+    expected = exercises.EXERCISES[("03", 2)].expected()
     assert ran == [exercises.LIVE_FAIL_MODEL] and expected["cause"] == "a cause on neuron"
     monkeypatch.setenv("NEURONHELPERS_BACKEND", "cpu")
-    here = exercises.EXERCISES[("04", 2)].expected()
+    here = exercises.EXERCISES[("03", 2)].expected()
     assert ran == [exercises.LIVE_FAIL_MODEL] and (here["result"], here["stage"], here["evidence"]) == (
         "FAIL", "compile", "eager_failed_too")

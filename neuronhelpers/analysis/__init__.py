@@ -1,4 +1,4 @@
 """Across rows: causes ranked, twins held against real checkpoints and Trainium verdicts, declared against measured.
 
-Reads the dataset (``store``); nothing here runs a model. Taught in notebooks 04 and 06.
+Reads the dataset (``store``); nothing here runs a model. Taught in notebooks 03 and 05.
 """

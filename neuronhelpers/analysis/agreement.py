@@ -4,7 +4,7 @@ Every architecture verdict rests on a tiny twin. Where a real checkpoint of the 
 version pair (the shelf's copies offline, a Hub checkpoint where the Hub is reachable), the two rows can be put side
 by side: same library, same compiler and library versions, same ``model_type``. ``twin_agreement`` pairs them and
 says whether the verdicts (PASS / FAIL, and for a FAIL its stage) agree; ``agreement_line`` is the one sentence
-``neuronhelpers causes`` and notebook 06 print, each disagreement named.
+``neuronhelpers causes`` and notebook 05 print, each disagreement named.
 
 The published dataset holds verdicts measured on Trainium: ``trainium_agreement`` puts each model tested there beside
 its architecture's twin in the catalog, and ``trainium_agreement_line`` says how often the twin predicted it.

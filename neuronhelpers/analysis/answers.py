@@ -1,7 +1,7 @@
 """The answer for a Hub id, in one place: a row measured on Trainium if there is one, else the verdict of the model's
 own twin (``tiny/<org>--<name>``: its config, sizes shrunk), else its architecture twin's (``tiny/<model_type>``:
 the default config); each labelled with which one it is (``vocab.ANSWERS``). The explorer's hints and detail pane,
-``causes``, ``plan`` and notebook 06 read it.
+``causes``, ``plan`` and notebook 05 read it.
 
 ``own_config_effects`` compares the two kinds of twin: for how many models their own config changes their
 architecture's verdict, and (where ``causes --isolate`` ran) which field of the config is responsible.

@@ -1,7 +1,7 @@
 """Causes ranked across rows: which failure signatures (``verdict.causes``) block the most architectures.
 
 ``rank_causes`` orders causes by how many architectures they block (``neuronhelpers causes``); a row without a cause
-(the published dataset's) is counted under its error's signature. Taught in notebooks 04 and 06.
+(the published dataset's) is counted under its error's signature. Taught in notebooks 03 and 05.
 """
 
 from __future__ import annotations

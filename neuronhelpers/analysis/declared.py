@@ -1,6 +1,6 @@
 """Declared against measured: what transformers says a model class compiles (``_can_compile_fullgraph``) beside what
 the catalog measured (PASS, or FAIL at compile or run), counted over a version pair (``neuronhelpers causes``,
-notebook 06).
+notebook 05).
 """
 
 from __future__ import annotations

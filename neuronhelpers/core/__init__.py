@@ -2,5 +2,5 @@
 errors that are part of the interface, the settings (every environment variable the package reads), the backends
 (neuron / cuda / cpu), version detection and whether the Hub is reachable. Imports nothing else of the package.
 
-Taught in notebook 04 (the vocabulary) and 05 (the published artefacts).
+Taught in notebook 03 (the vocabulary) and 06 (the published artefacts).
 """

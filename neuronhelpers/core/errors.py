@@ -1,6 +1,6 @@
 """Errors that are part of the interface: each carries a one-line message naming the thing and what to do.
 
-Notebook 04 shows bad input refused.
+Notebook 03 shows bad input refused.
 """
 
 

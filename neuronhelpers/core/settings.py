@@ -4,7 +4,7 @@ defaults more than one stage uses (the home folder, timeouts, the published arte
 Every ``NEURONHELPERS_*`` variable is read here and nowhere else (a test walks the package and fails on a read
 elsewhere); a function returns each value when it is needed, never at import time, so a notebook or a test can set
 a variable and see it take effect. ``neuronhelpers doctor`` lists them with their current values
-(:func:`describe`). Taught in notebook 05 (the published artefacts).
+(:func:`describe`). Taught in notebook 06 (the published artefacts).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ process"; "Once a NeuronCore is reserved for a process, it cannot be used by ano
 harness, a sweep, ``doctor``, a notebook kernel) never calls it: presence, chips and cores come from the driver's
 device files (one ``/dev/neuron<N>`` per chip) and the logical-core setting, and memory per core from the documented
 trn2 topology ("On Trn2, each chip has 8 physical NeuronCores. With LNC=2 (default), these are grouped into 4
-Logical NeuronCores"; "Trainium2 devices contain four 24GB HBM banks"). Taught in notebook 03.
+Logical NeuronCores"; "Trainium2 devices contain four 24GB HBM banks"). Taught in notebook 04.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Version detection: the one place that says which torch, transformers, Neuron packages and compiler ran.
 
-Taught in notebook 02 (what a row records) and 05 (releases side by side).
+Taught in notebook 02 (what a row records) and 06 (releases side by side).
 """
 
 from __future__ import annotations

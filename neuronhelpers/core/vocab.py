@@ -5,7 +5,7 @@ Everything else (harness, dataset validation, card, explorer) reads these names 
 package spells one of these words as a literal (the rendered run.py, which must be self-contained, is the one
 exception, and a test checks that every word it writes is defined here; the measuring around it, run/measure.py,
 spells the device_eager words, checked the same way). The dataset card's explanations are
-generated from the descriptions here. Taught in notebook 04.
+generated from the descriptions here. Taught in notebook 03.
 """
 
 import math

@@ -4,7 +4,7 @@ Offline the sources are the Selected list, the rankings snapshot (or the sample 
 and the config corpus (twins/corpus.py); where the Hub is reachable, the model's own config
 (``architecture_from_hub``). Rows of the published dataset carry neither task nor architecture: reading them fills
 both from here (``known_architectures``), and the comparison of twins with Trainium verdicts asks the Hub for the
-rest. Taught in notebook 06.
+rest. Taught in notebook 05.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ splits: tensor parallelism (TP) needs the attention heads and key/value heads di
 expert parallelism (EP) needs the experts divisible. Architectures with a TP plan in transformers use
 TP (MoE ones TP+EP); MoE architectures without one use EP alone; others cannot be split.
 
-Taught in notebook 03.
+Taught in notebook 04.
 """
 
 from __future__ import annotations

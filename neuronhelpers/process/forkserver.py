@@ -15,7 +15,7 @@ ends. The server dies with the process that started it, and its children die wit
 signal), so a killed sweep leaves nothing behind.
 
 Not used on Trainium: the Neuron runtime is not known to be safe to fork after import, so ``neuron``
-keeps a fresh process per run. Taught in notebook 05 (sweeps).
+keeps a fresh process per run. Taught in notebook 06 (sweeps).
 """
 
 from __future__ import annotations

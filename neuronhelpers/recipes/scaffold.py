@@ -5,7 +5,7 @@ failures, peak memory, and the sharded launcher (one process per core, no torchr
 package needs too (the parent-death signal, the out-of-memory words, the visible-cores parser) have their source in
 ``neuronhelpers.core.processes``; run.py carries a copy, held identical by tests/test_recipe.py. Nothing here measures
 more than the recipe itself reports: the harness's measuring (``neuronhelpers.run.measure``) wraps these functions when
-it runs the file. Taught in notebooks 02 and 03.
+it runs the file. Taught in notebooks 02 and 04.
 
 Sections are marked by banner comments (``# ---- name ---``); the renderer places them in reading order.
 """

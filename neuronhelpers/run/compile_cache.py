@@ -5,7 +5,7 @@ A shared cache is addressed by compiler version (``<root>/neuronxcc-<version>/``
 compiled by another version are never picked up silently. On Trainium the entries land where torch-neuronx reads
 them (``$TORCH_NEURONX_NEFF_CACHE_DIR/ab/cd/<key>.neff``, default /tmp/neff_cache).
 
-Taught in notebook 02 (a warm cache) and 05 (publishing and syncing caches).
+Taught in notebook 02 (a warm cache) and 06 (publishing and syncing caches).
 """
 
 from __future__ import annotations

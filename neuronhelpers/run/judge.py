@@ -13,7 +13,7 @@ reachable or the shelf holds it, else ``LexicalJudge``. Each judge's ``name`` go
 (``lexical``, a local path, ``<repo_id>@<commit>``, or ``<repo_id> (shelf: ...)``) and ``Judgement.verification`` into
 ``verification``.
 
-Taught in notebook 04.
+Taught in notebook 03.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ prompt, the token count and the torch / transformers versions, never on the comp
 new compiler release therefore reuses it instead of loading and running every model on the CPU again.
 The key covers all of those (and the recipe's text), so any change to them runs the reference anew.
 
-Taught in notebook 04.
+Taught in notebook 03.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The dataset card (README.md with Hub YAML metadata), generated from the vocabulary and schema in code.
 
-Taught in notebook 05.
+Taught in notebook 06.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 dataset folders) model by model: regressed (PASS -> not PASS, with the new error), improved, newly
 tested, dropped, and wall-time / peak-memory changes beyond a threshold.
 
-Taught in notebooks 05 (a release's diff and gate) and 06 (releases side by side).
+Taught in notebooks 06 (a release's diff and gate) and 05 (releases side by side).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A small dataset in the published layout, made up for lessons and tests: never a measurement.
 
-Offline nothing of the published dataset can be read, so notebooks 01 and 06 and the tests use this example to show
+Offline nothing of the published dataset can be read, so notebooks 01 and 05 and the tests use this example to show
 how its files read, how rows join them and how twins compare with Trainium verdicts. It is laid out exactly as the
 published dataset's viewer lists it (two files, one without `exclusion`, like the published ones), with values that
 do not survive a careless conversion (`hbm_peak_gb` 17.3, timestamps in milliseconds). Every row says in `runner` and

@@ -3,7 +3,7 @@
 Everything goes through huggingface_hub's HfApi (commit operations, repo tree); the token comes from
 its usual sources (HF_TOKEN, the cached login) and is never passed to, written or logged by this code.
 
-Taught in notebook 05.
+Taught in notebook 06.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ measured on Trainium. ``from_published`` reads such a table as our columns, ever
 ``merged`` writes rows into such a file: the file's own rows copied from its table as they are (a column it lacks
 added as nulls, so every file it writes has the same columns), ours converted into its columns, what ours measure
 beyond them left out. Which file a row joins is found by the values the files hold (``PAIR``), and a new file is named
-after the pattern the existing names show (``name_pattern``). Taught in notebooks 01 and 06.
+after the pattern the existing names show (``name_pattern``). Taught in notebooks 01 and 05.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The result row: its schema (defined once, here), the resume key, and how a row is checked against the vocabulary.
 
-Reading and writing rows as a Parquet dataset is ``dataset.py``. Taught in notebooks 02 (a row) and 04 (the
+Reading and writing rows as a Parquet dataset is ``dataset.py``. Taught in notebooks 02 (a row) and 03 (the
 vocabulary a row is checked against).
 """
 

@@ -6,7 +6,7 @@ Hub answers, into ``NEURONHELPERS_HOME/published/<org>--<name>/<YYYY-MM-DD>/`` (
 folder beside the others and renamed into place whole, so a failed download leaves the previous snapshot as it was;
 a second snapshot on one day replaces that day's. ``newest_snapshot`` finds the newest complete one without the network.
 
-``published_source`` is the one choice the lessons make (notebooks 01 and 06): the Hub when it is reachable (and the
+``published_source`` is the one choice the lessons make (notebooks 01 and 05): the Hub when it is reachable (and the
 lesson's FETCH_FROM_HUB let the kernel reach it), else the newest snapshot, said with its date, else the made-up
 example (store/example.py), said as such.
 """

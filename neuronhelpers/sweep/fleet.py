@@ -20,7 +20,7 @@ Faults: a task whose node or worker process dies without a result is submitted a
 node), at most ``retries`` times; after that the model is recorded UNTESTED with stage ``infrastructure``.
 A model whose planned cores no live node has is recorded the same way (never a task pending forever). A killed
 driver loses only the runs in flight (Ray stops the tasks of a dead driver); the next sweep resumes.
-Taught in notebook 05.
+Taught in notebook 06.
 """
 
 from __future__ import annotations

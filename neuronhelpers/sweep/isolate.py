@@ -6,7 +6,7 @@ overrides; sizes aside: own.is_size) are set back one at a time, in a fixed orde
 types first, then rope scaling, then the other structural fields, plain numbers last), and the twin of each altered
 config is built and run: at most ``MAX_RUNS`` per model. The field (or fields, ``isolate_model``) whose setting back
 restores the architecture twin's verdict is named; else "not isolated". The answers land in the dataset folder
-(``answers.ISOLATED_FILE``), which ``causes`` and notebook 06 read; the runs' rows are not results of any model and
+(``answers.ISOLATED_FILE``), which ``causes`` and notebook 05 read; the runs' rows are not results of any model and
 are not recorded as rows.
 """
 

@@ -6,7 +6,7 @@ NeuronCore range on Trainium (NEURON_RT_VISIBLE_CORES). On many machines: ``flee
 shares this module's bookkeeping and writer (``SweepLog``), planning (``plan_for_sweep``) and per-model
 function (``run_one``).
 
-Taught in notebooks 01 and 05.
+Taught in notebooks 01 and 06.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ dimensions and random weights, built offline, one per architecture, plus deliber
     build.py        the orchestrator: build_twin (isolated child, cache, remembered failures), the registry of
                     writers and eager checks by task, TWIN.json, ``python -m neuronhelpers.twins.build``
 
-Taught in notebooks 02 (a twin), 04 (broken copies) and 06 (one twin per architecture). Importing this package
+Taught in notebooks 02 (a twin), 03 (broken copies) and 05 (one twin per architecture). Importing this package
 imports neither torch nor transformers.
 """
 

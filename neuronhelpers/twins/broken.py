@@ -1,4 +1,4 @@
-"""Deliberately broken copies of a built twin, for teaching (notebook 04) and tests: each fails in a known way.
+"""Deliberately broken copies of a built twin, for teaching (notebook 03) and tests: each fails in a known way.
 The functions here break a copy of a folder; ``broken_twin`` and ``perturbed_twin`` (in build.py, re-exported by the
 package) build the twin first and call them.
 """

@@ -12,7 +12,7 @@ than the generic shrink has an entry in the one override table (overrides.py) wi
 only when it runs eagerly after loading back (a forward pass and a few greedy tokens); when it cannot be built or
 does not run, ``build_twin`` raises ``TwinUnavailable`` with the reason, and the catalog records the architecture
 as UNTESTED, never FAIL. ``python -m neuronhelpers.twins.build build TYPE`` builds one twin in this process (the
-isolated build's child). Taught in notebook 02 and the architecture catalog notebook (06).
+isolated build's child). Taught in notebook 02 and the architecture catalog notebook (05).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ them through ``write_twin`` and ``check_twin_runs`` here).
 Every tokenizer is trained on a few lines of English (no download) and saved as the library's real tokenizer class
 (twins/tokenizers.py). A twin counts only when it loads back through the recipe's own loader and runs eagerly (an
 encode, a 2-step pipeline call). Like every twin, a built one is recognised by its TWIN.json, written by the
-orchestrator last; its deliberately wrong copy (``perturbed_twin``, for notebook 04 and the tests) is made by
+orchestrator last; its deliberately wrong copy (``perturbed_twin``, for notebook 03 and the tests) is made by
 twins/broken.py. Taught in notebook 02.
 """
 

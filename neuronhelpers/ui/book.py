@@ -10,6 +10,7 @@ from pathlib import Path
 
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.ui import day
+from neuronhelpers.ui.pages import GUIDE
 from neuronhelpers.ui.workshop import lesson_paths
 
 NOTEBOOKS_DIR = day.NOTEBOOKS_DIR
@@ -99,6 +100,9 @@ def build_book(executed_dir, out_dir, *, notebooks_dir=NOTEBOOKS_DIR, execute_mi
     for source in missing:
         execute_notebook(source, executed_dir / source.name)
     notebooks = [nbformat.read(executed_dir / source.name, as_version=4) for source in sources]
+    guide = notebooks_dir / f"{GUIDE}.ipynb"
+    if guide.exists():  # the teacher's guide closes the book: Markdown only, nothing to execute
+        sources, notebooks = [*sources, guide], [*notebooks, nbformat.read(guide, as_version=4)]
     chapters = [(source.stem, *lesson_heading(nb, source.stem)) for source, nb in zip(sources, notebooks, strict=True)]
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -209,7 +213,7 @@ def execute_notebook(source: Path, target: Path, *, timeout: int = 900) -> None:
     nbformat.write(nb, target)
 
 
-def measure_lessons(results: str | Path, work_root: str | Path, lessons=("01", "02", "04", "03", "06", "05"),
+def measure_lessons(results: str | Path, work_root: str | Path, lessons=("01", "02", "03", "04", "05", "06"),
                    notebooks_dir: str | Path = NOTEBOOKS_DIR) -> dict:
     """Execute each lesson as an attendee's Run All on the day (parameters as committed, SOLUTIONS off, `make
     demo`'s results present) and return the seconds of every code cell, by lesson and cell id."""

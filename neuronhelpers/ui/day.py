@@ -38,9 +38,9 @@ FRAME = ("Overview", "Prerequisites", "Exercises", "Summary", "What's next")
 EXERCISE_MINUTES_SOURCE = ("the upper end of a tester session's estimate for a human attendee, from its own "
                            "run-through of every exercise working from the notebook alone (no person has timed them "
                            "yet)")
-EXERCISE_MINUTES = {("01", 1): 8, ("01", 2): 10, ("02", 1): 6, ("02", 2): 5, ("04", 1): 8, ("04", 2): 8,
-                    ("03", 1): 5, ("03", 2): 6, ("06", 1): 4, ("06", 2): 8, ("06", 3): 9, ("05", 1): 6,
-                    ("05", 2): 8}
+EXERCISE_MINUTES = {("01", 1): 8, ("01", 2): 10, ("02", 1): 6, ("02", 2): 5, ("03", 1): 8, ("03", 2): 8,
+                    ("04", 1): 5, ("04", 2): 6, ("05", 1): 4, ("05", 2): 8, ("05", 3): 9, ("06", 1): 6,
+                    ("06", 2): 8}
 
 
 @dataclass(frozen=True)
@@ -207,15 +207,15 @@ TRN2_COMPILES = (
     Trn2Compile("02", "on a trn2", "REAL_MODEL Qwen3-0.6B, one core", 2, 1, (2.0, 5.0), REAL_SOURCE),
     Trn2Compile("02", "other libraries", "all-MiniLM-L6-v2 (one encoder graph) and the diffusion twin (denoiser, "
                 "VAE decoder)", 3, 1, TWIN_MINUTES, TWIN_SOURCE),
-    Trn2Compile("04", "broken runs", "the perturbed twin and the reference run of tiny/llama (load, compile and "
+    Trn2Compile("03", "broken runs", "the perturbed twin and the reference run of tiny/llama (load, compile and "
                 "timeout stop before neuronx-cc finishes)", 4, 1, TWIN_MINUTES, TWIN_SOURCE),
-    Trn2Compile("03", "run both", "tiny/llama TP and tiny/qwen3_moe TP+EP over 2 cores", 4, 2, TWIN_MINUTES,
+    Trn2Compile("04", "run both", "tiny/llama TP and tiny/qwen3_moe TP+EP over 2 cores", 4, 2, TWIN_MINUTES,
                 TWIN_SOURCE),
-    Trn2Compile("03", "the real Qwen3-30B-A3B", "4 ranks, TP+EP", 2, 4, (5.0, 20.0), LARGE_SOURCE),
-    Trn2Compile("03", "a gated model", "Llama-3.3-70B, 8 ranks (only with access)", 2, 8, (5.0, 20.0), LARGE_SOURCE),
-    Trn2Compile("06", "one architecture, live", "LIVE tiny/qwen3: 02's graphs, from the cache", 0, 1, TWIN_MINUTES,
+    Trn2Compile("04", "the real Qwen3-30B-A3B", "4 ranks, TP+EP", 2, 4, (5.0, 20.0), LARGE_SOURCE),
+    Trn2Compile("04", "a gated model", "Llama-3.3-70B, 8 ranks (only with access)", 2, 8, (5.0, 20.0), LARGE_SOURCE),
+    Trn2Compile("05", "one architecture, live", "LIVE tiny/qwen3: 02's graphs, from the cache", 0, 1, TWIN_MINUTES,
                 "0: a cache hit of 02's compile"),
-    Trn2Compile("05", "a release sweep", "tiny/qwen2 and tiny/smollm3", 4, 1, TWIN_MINUTES, TWIN_SOURCE),
+    Trn2Compile("06", "a release sweep", "tiny/qwen2 and tiny/smollm3", 4, 1, TWIN_MINUTES, TWIN_SOURCE),
 )
 
 

@@ -110,9 +110,9 @@ def _trn2_run_py(model_id: str = TERMINAL_MODEL) -> dict:
             "tolerance": NEAR_TIE_MARGIN[params["dtype"]]}
 
 
-# ---- 03 ------------------------------------------------------------------------------------------------------------
+# ---- 04 ------------------------------------------------------------------------------------------------------------
 def _qwen3_30b():
-    """The Qwen3-30B-A3B config notebook 03 builds from the published model card (30.5 B parameters)."""
+    """The Qwen3-30B-A3B config notebook 04 builds from the published model card (30.5 B parameters)."""
     import transformers
 
     return transformers.Qwen3MoeConfig(vocab_size=151936, hidden_size=2048, intermediate_size=6144,
@@ -129,14 +129,14 @@ def _real_plan(cores=None):
 
 
 def _mixtral_8x7b():
-    """The Mixtral-8x7B config notebook 03 builds from the published model card (46.7 B parameters)."""
+    """The Mixtral-8x7B config notebook 04 builds from the published model card (46.7 B parameters)."""
     import transformers
 
     return transformers.MixtralConfig(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
                                       num_attention_heads=32, num_key_value_heads=8, num_local_experts=8)
 
 
-# 03's exercise 1: a twin and a core count whose layout no cell prints (the lesson prints tiny/llama's and
+# 04's exercise 1: a twin and a core count whose layout no cell prints (the lesson prints tiny/llama's and
 # tiny/qwen3_moe's over 2 cores), and a real model whose per-rank layout no cell prints.
 RANKS_TWIN, RANKS_TWIN_CORES = "tiny/olmoe", 2
 
@@ -173,7 +173,7 @@ def _counts_that_hold_it() -> dict:
     return {"twin_refused": True, "real_counts": [n for n in splits if n >= fewest]}
 
 
-# ---- 04 ------------------------------------------------------------------------------------------------------------
+# ---- 03 ------------------------------------------------------------------------------------------------------------
 def _exact_near_tie_or_mismatch() -> dict:
     from neuronhelpers.verdict.verify import compare_tokens
 
@@ -185,7 +185,7 @@ def _exact_near_tie_or_mismatch() -> dict:
             "margin": round(verdicts["b"].divergence_margin, 3)}
 
 
-# 04's exercise 2, read in class: a live FAIL whose stage, cause and evidence no cell of 04 prints (04 breaks
+# 03's exercise 2, read in class: a live FAIL whose stage, cause and evidence no cell of 03 prints (03 breaks
 # tiny/llama, runs tiny/rwkv and reads the gemma-3 rows, all of which ran eagerly on the device; this one did not).
 LIVE_FAIL_MODEL = "tiny/cpmant"
 LIVE_FAIL_KEYS = ("result", "stage", "cause", "evidence")
@@ -215,7 +215,7 @@ def _read_a_live_fail(row=None) -> dict:
     return dict(zip(LIVE_FAIL_KEYS, _live_fail_run(LIVE_FAIL_MODEL), strict=True))
 
 
-# ---- 05 ------------------------------------------------------------------------------------------------------------
+# ---- 06 ------------------------------------------------------------------------------------------------------------
 def _out_of_date_expected() -> dict:
     import pandas as pd
 
@@ -238,7 +238,7 @@ def _compiler_step() -> dict:
             "regressed": int((changes.change.astype(str) == "regressed").sum())}
 
 
-# ---- 06 ------------------------------------------------------------------------------------------------------------
+# ---- 05 ------------------------------------------------------------------------------------------------------------
 def _biggest_blocker() -> dict:
     from neuronhelpers.analysis.causes import rank_causes
     from neuronhelpers.store.dataset import select_pair
@@ -295,7 +295,7 @@ EXERCISES = {
                          "dtype": "the same PARAMS block: the dtype the weights are loaded in there",
                          "compile_backend": "the same PARAMS block: what torch.compile is given as its backend",
                          "tolerance": "vocab.NEAR_TIE_MARGIN, looked up with that dtype"}, takes=("model_id",)),
-    ("03", 1): Exercise(f"heads, key/value heads and experts per rank: {RANKS_TWIN} over {RANKS_TWIN_CORES} cores, "
+    ("04", 1): Exercise(f"heads, key/value heads and experts per rank: {RANKS_TWIN} over {RANKS_TWIN_CORES} cores, "
                         "Mixtral-8x7B over the planner's cores", _what_each_rank_holds,
                         {"twin_heads_per_rank": f"{RANKS_TWIN}'s config (AutoConfig.from_pretrained(ref.path)) and the "
                                                 "plan's cores; per_rank_layout says it too",
@@ -304,35 +304,35 @@ EXERCISES = {
                          "real_heads_per_rank": "the config `mixtral` of the planning cell and plans[\"Mixtral-8x7B\"]",
                          "real_kv_heads_per_rank": "the same config and plan",
                          "real_experts_per_rank": "the same config (Mixtral calls them num_local_experts) and plan"}),
-    ("03", 2): Exercise("the twin over 4 cores, and the core counts that both split Qwen3-30B-A3B and hold its "
+    ("04", 2): Exercise("the twin over 4 cores, and the core counts that both split Qwen3-30B-A3B and hold its "
                         "weights", _counts_that_hold_it,
                         {"twin_refused": "did plan_model raise UserError for 4 cores?",
                          "real_counts": "a count must split the heads and experts (no UserError) and be at least "
                                         "the planner's own choice (fewer cores cannot hold 61 GB)"}),
-    ("04", 1): Exercise("exact, near_tie or mismatch for (a), (b), (c), and the margin at the first divergence",
+    ("03", 1): Exercise("exact, near_tie or mismatch for (a), (b), (c), and the margin at the first divergence",
                         _exact_near_tie_or_mismatch,
                         {"a": "compare_tokens's verification (a PASS) or stage (a FAIL) for (a)'s tokens and dtype",
                          "b": "compare the margin with bfloat16's NEAR_TIE_MARGIN",
                          "c": "compare the margin with float16's NEAR_TIE_MARGIN",
                          "margin": "the reference's top-1 minus top-2 logit where the tokens first differ, 3 places"}),
-    ("04", 2): Exercise(f"{LIVE_FAIL_MODEL}'s FAIL read from its own row: result, stage, cause and evidence",
+    ("03", 2): Exercise(f"{LIVE_FAIL_MODEL}'s FAIL read from its own row: result, stage, cause and evidence",
                         _read_a_live_fail,
                         {"result": "the row's `result`", "stage": "the row's `stage`: where it stopped",
                          "cause": "the row's `cause` column, copied whole",
                          "evidence": "the row's `evidence` (vocab.EVIDENCE says what each value means; `device_eager` "
                                      "is the eager run it stands on)"}),
-    ("05", 1): Exercise("what the gate says of a stale expected file for tiny/qwen2", _out_of_date_expected,
+    ("06", 1): Exercise("what the gate says of a stale expected file for tiny/qwen2", _out_of_date_expected,
                         {"problems": "check_expected's first return value, a list of lines"}),
-    ("05", 2): Exercise("the compiler step: its verdicts reached that PASS and that FAIL, and its regressions",
+    ("06", 2): Exercise("the compiler step: its verdicts reached that PASS and that FAIL, and its regressions",
                         _compiler_step,
                         {"reached_pass": "release_changes for the step whose kind is 'compiler': the rows whose "
                                          "change is 'verdict reached', by their new_result",
                          "reached_fail": "the same rows, by their new_result",
                          "regressed": "the rows of the same changes whose change is 'regressed' (0 is an answer)"}),
-    ("06", 1): Exercise("the cause that blocks the most architectures in the newest pair", _biggest_blocker,
+    ("05", 1): Exercise("the cause that blocks the most architectures in the newest pair", _biggest_blocker,
                         {"cause": "causes.iloc[0].cause", "stage": "the same row's stage",
                          "count": "its `count` column (how many architectures), as an int"}),
-    ("06", 2): Exercise("architectures that declare fullgraph and FAIL: how many, their top cause and its count",
+    ("05", 2): Exercise("architectures that declare fullgraph and FAIL: how many, their top cause and its count",
                         _flag_misleads,
                         {"declared_true_fail": "rows of `declared` with declared True and disagree True",
                          "top_cause": "join them to current_rows' newest rows on model_type and task, count the causes",
@@ -344,12 +344,12 @@ def check_answer(lesson: str, number: int, answer, *, model_id: str | None = Non
     """Check an exercise's answer: "not answered yet", "right", or "not yet: <hint>" (never the right answer), a line
     a notebook shows as the cell's output. The whole answer is judged at once: how many parts are right, never which
     (one wrong part at a time would let a small answer space be found by trial), with every part's hint.
-    ``model_id``: the model of a bring-your-own-model exercise (06, 3) or the lesson's model (02, 2); ``row``: the
+    ``model_id``: the model of a bring-your-own-model exercise (05, 3) or the lesson's model (02, 2); ``row``: the
     row the attendee's own run produced (02, 1), so the answer is that run's on any device (a trn2's bfloat16 tokens
     are not the catalog's CPU float32 ones)."""
     if answer is None:
         return _say(NOT_ANSWERED + ": write your answer into the exercise's variable, then run this cell again")
-    if (lesson, number) == ("06", 3):
+    if (lesson, number) == ("05", 3):
         exercise = Exercise("your own model: its architecture, and which row answers for it with what result",
                             lambda: your_model(model_id),
                             {"architecture": "known_architectures() offline, the Hub's config online (None when "
@@ -363,7 +363,7 @@ def check_answer(lesson: str, number: int, answer, *, model_id: str | None = Non
             from neuronhelpers.core.errors import UserError
 
             raise UserError(f"no exercise {number} in lesson {lesson}: the exercises are "
-                            f"{', '.join(f'{ls} {n}' for ls, n in EXERCISES)} and 06 3")
+                            f"{', '.join(f'{ls} {n}' for ls, n in EXERCISES)} and 05 3")
     given = {"model_id": model_id, "row": row}
     expected = exercise.expected(**{k: given[k] for k in exercise.takes if given[k] is not None})
     if not isinstance(answer, dict):

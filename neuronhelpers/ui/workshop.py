@@ -1,9 +1,9 @@
 """The workshop, defined once: the lessons in the order they are taught, the 90-minute plan, what to skip when late,
 the glossary, and the guards that keep a Run All safe on any machine (a laptop, a trn2, a room without network).
 
-The start page (``notebooks/00_start_here.ipynb``) is written from here (:func:`write_start_page`; a test fails
-when the committed page differs), the book's contents follow :data:`LESSON_ORDER`, and each notebook's "What's
-next" names the lesson after it (:func:`next_lesson`). Taught in notebook 00.
+The start page and the teacher's guide are written from here and from ``ui/pages.py`` (a test fails when a
+committed page differs), the book's contents follow :data:`LESSON_ORDER`, and each notebook's "What's next" names
+the lesson after it (:func:`next_lesson`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,24 @@ from neuronhelpers.ui import day
 NOTEBOOKS_DIR = day.NOTEBOOKS_DIR
 START_PAGE = "00_start_here"
 
-# The lessons by number, in teaching order: the concepts 04 defines (the verdict, evidence) come before 03's
-# sharded runs, and 05 (release managers) closes the day.
-LESSON_ORDER = ("00", "01", "02", "04", "03", "06", "05")
+# The lessons by number, numbered in the order they are taught (the next file is the next lesson): the concepts 03
+# defines (the verdict, evidence) come before 04's sharded runs, and 06 (release managers) closes the day.
+LESSON_ORDER = ("00", "01", "02", "03", "04", "05", "06")
 TITLES = {"00": "Start here", "01": "Explore the results dataset", "02": "Run a single model",
-          "03": "Sharded runs: TP and EP", "04": "Validation: how a result is decided",
-          "05": "Publishing a release", "06": "The architecture catalog"}
+          "03": "Validation: how a result is decided", "04": "Sharded runs: TP and EP",
+          "05": "The architecture catalog", "06": "Publishing a release"}
+
+# A real model's run in class, prepared the day before (weights downloaded, compile cache warm), loads and runs in
+# minutes; this bound keeps a cell that was not, or whose cache missed, from holding the kernel longer. The day
+# before (PREPARING = True), a run gets the time a first neuronx-cc compile of a large model needs.
+IN_CLASS_TIMEOUT_S = 300
+PREPARING_TIMEOUT_S = 3600
+
+
+def trn2_timeout(preparing: bool) -> int:
+    """Seconds a real model's run may take: an hour the day before, five minutes in class."""
+    return PREPARING_TIMEOUT_S if preparing else IN_CLASS_TIMEOUT_S
+
 
 # An assumed download rate for the time a fetch would take (a trn2's link is faster, a conference room's slower):
 # 50 MB/s, i.e. 400 Mbit/s.
@@ -55,12 +67,12 @@ PLAN = (
          ("Plots",)),
     Part("02 single model", "the plan, `run.py` read top-down, a verified row, `python3 run.py`", (10, 12),
          ("Where the time went, and what a warm cache saves",)),
-    Part("04 validation", "exact vs near-tie, one broken run per failure stage, evidence, UNTESTED; a live FAIL read "
+    Part("03 validation", "exact vs near-tie, one broken run per failure stage, evidence, UNTESTED; a live FAIL read "
          "by the attendees (Ex 2)", (8, 10), ("Untested is not FAIL",)),
-    Part("03 sharded", "cores chosen from memory, what each rank holds, a TP and an EP run", (6, 8),
+    Part("04 sharded", "cores chosen from memory, what each rank holds, a TP and an EP run", (6, 8),
          ("Run both, check against the reference",)),
-    Part("06 catalog", "verdicts per pair, root causes, twins against Trainium", (6, 8), ("Why no verdict",)),
-    Part("05 publishing", "the diff, the gate, and contributing your own row (a dry run)", (6, 8),
+    Part("05 catalog", "verdicts per pair, root causes, twins against Trainium", (6, 8), ("Why no verdict",)),
+    Part("06 publishing", "the diff, the gate, and contributing your own row (a dry run)", (6, 8),
          ("Diff against the previous release",)),
 )
 DAYS = day.DAYS
@@ -149,7 +161,7 @@ PAIR_VARIANT = (
     "of inductor. A first compile \"can take several minutes for large models\" (AWS Neuron docs, "
     "<https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html>); "
     "a twin is tiny, and `.venv/bin/neuronhelpers cache sync` the day before fills the compile cache, so budget the "
-    "slack for the first runs of 02 and 03. With `RUN_ON_TRN2 = True` the real models do not fit the day: 03's "
+    "slack for the first runs of 02 and 04. With `RUN_ON_TRN2 = True` the real models do not fit the day: 04's "
     "Qwen3-30B-A3B downloads about 61 GB and Llama-3.3-70B about 141 GB (20 and 47 minutes at an assumed 50 MB/s), and "
     "AWS's own recipe for a 32B model on a trn2.48xlarge allows 1200 s to compile "
     "(<https://awsdocs-neuron.readthedocs-hosted.com/en/latest/vllm-neuron/docs/tutorials/"
@@ -213,9 +225,9 @@ DEFINED_IN = {
     "NeuronCore": "02", "LNC": "02", "NEFF": "02", "compile cache": "02", "static cache": "02", "reference": "02",
     EXACT: "02", NEAR_TIE: "02", "evidence": "02", "GGUF": "02", "dynamo": "02", "recompile": "02",
     "graph break": "02",
-    "judge": "04", "remedy": "04",
-    "rank": "03", "EP": "03",
-    "gate": "06",
+    "judge": "03", "remedy": "03",
+    "rank": "04", "EP": "04",
+    "gate": "05",
 }
 
 SETUP = """# the day before, with the network (each machine, or one trn2 per pair):
@@ -240,7 +252,7 @@ def lesson_paths(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[Path]:
 
 
 def next_lesson(number: str) -> str | None:
-    """The lesson taught after ``number`` ("02" -> "04"), or None after the last."""
+    """The lesson taught after ``number`` ("02" -> "03"), or None after the last."""
     i = LESSON_ORDER.index(number)
     return LESSON_ORDER[i + 1] if i + 1 < len(LESSON_ORDER) else None
 
@@ -248,13 +260,6 @@ def next_lesson(number: str) -> str | None:
 def glossary_markdown() -> str:
     rows = "\n".join(f"| {term} | {meaning} |" for term, meaning in GLOSSARY.items())
     return "| term | meaning |\n| --- | --- |\n" + rows
-
-
-def lessons_markdown() -> str:
-    """The lessons in teaching order, each a link to its notebook."""
-    paths = {p.stem[:2]: p.name for p in lesson_paths()}
-    return "\n".join(f"{i}. [{number} · {TITLES[number]}]({paths.get(number, number)})"
-                     for i, number in enumerate(LESSON_ORDER[1:], start=1))
 
 
 # ---- guards: what a cell may do on this machine -------------------------------------------------------------
@@ -317,12 +322,14 @@ def _register_solution_magic() -> None:
 
 
 def trn2_cell(run_on_trn2: bool, what: str, *, cores: int | None = None, weight_bytes: int | None = None,
-              model_id: str | None = None, unless: str | None = None) -> bool:
+              model_id: str | None = None, unless: str | None = None, preparing: bool | None = None) -> bool:
     """Whether a trn2 cell runs here: asked for (RUN_ON_TRN2), a neuron device and torch-neuronx present, enough
     cores, nothing else in the way (``unless``: the reason, e.g. no access to a gated model), the model's weights in
     the local Hugging Face cache or else the Hub reachable (offline, with FETCH_FROM_HUB off, a model never fetched
-    is skipped, not failed) and the disk large enough for them. Prints one line: what the cell would do (its
-    download's size from the Hub's metadata, else the planner's byte count) and why it runs or skips."""
+    is skipped, not failed) and the disk large enough for them. A real model's cell passes ``preparing`` (the
+    lesson's PREPARING switch): on the day (False) it runs only from what the preparation left, its weights in the
+    local Hugging Face cache, and never downloads in class. Prints one line: what the cell would do (its download's
+    size from the Hub's metadata, else the planner's byte count) and why it runs or skips."""
     from neuronhelpers.core.network import hub_reachable, hub_status_line
     from neuronhelpers.core.topology import neuron_device_present, neuron_topology
 
@@ -341,6 +348,9 @@ def trn2_cell(run_on_trn2: bool, what: str, *, cores: int | None = None, weight_
         reasons.append(unless)
     elif model_id and in_hf_cache(model_id):
         would += " (its weights are in the local Hugging Face cache: nothing is downloaded)"
+    elif model_id and preparing is False:
+        reasons.append(f"not prepared: {model_id} is not in the local Hugging Face cache, and in class nothing is "
+                       "downloaded (run this lesson with PREPARING = True the day before: the teacher's guide)")
     elif (size or model_id) and not hub_reachable():
         missing = f"{model_id} is not in the local Hugging Face cache and " if model_id else ""
         reasons.append(f"{missing}the Hub is {hub_status_line()} (FETCH_FROM_HUB = True fetches)")
@@ -385,76 +395,3 @@ def _free_bytes() -> int:
     while not folder.exists():
         folder = folder.parent
     return shutil.disk_usage(folder).free
-
-
-# ---- the start page ---------------------------------------------------------------------------------------------
-def start_page():
-    """The start page as a notebook: the lessons, the plan, what to skip, the set-up, the glossary, the fallback."""
-    import nbformat
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-    cells = [
-        new_markdown_cell(
-            "# 00 · Start here\n\n## Overview\nThe workshop asks one question of Hugging Face models: *does this model "
-            "run unmodified on AWS Trainium, and how do I run it myself?* This page is the day: the lessons in the "
-            "order they are taught, the plan minute by minute, what to skip when late, the set-up, and every term "
-            "the notebooks use.\n\n## Prerequisites\n| | |\n| --- | --- |\n| set-up | `make demo` and `make lab` "
-            "the day before (below) |\n| time | 5 minutes; Run All takes seconds |\n| network | none on the day |"),
-        new_markdown_cell("The parameters: whether the guarded cells of every lesson may run on a trn2 and fetch "
-                          "from the Hub (both off: the day runs offline, nothing large is downloaded)."),
-        new_code_cell("RUN_ON_TRN2 = False     # True on a trn2: the cells that run real models there run\n"
-                      "FETCH_FROM_HUB = False  # True: models the shelf lacks are downloaded (sizes are said first)",
-                      metadata={"tags": ["parameters"]}),
-        new_markdown_cell("## Is this machine ready?\nThe day's switch first (with `FETCH_FROM_HUB = False` this "
-                          "kernel is offline), then the environment check, `neuronhelpers doctor`: one line per "
-                          "requirement."),
-        new_code_cell("from neuronhelpers import doctor, workshop\n\nworkshop.begin(FETCH_FROM_HUB)\n"
-                      "doctor_status = doctor()"),
-        new_markdown_cell("## The lessons, in teaching order\n" + lessons_markdown()),
-        new_markdown_cell(f"## The plan: {DAYS[0]} minutes\nEach lesson marks its sections and exercises *in class*, "
-                          f"*{day.IN_CLASS_LONG}* or *homework* in their headings. A lesson's minutes are its in-class "
-                          "cells' measured seconds (" + day.measured_line() + "), its in-class exercises (an "
-                          f"attendee's minutes: {day.EXERCISE_MINUTES_SOURCE}) and the minutes stated for explaining. "
-                          f"{slack_minutes()} minutes are slack. When late, skip the sections named, in that order "
-                          "(their cells' seconds are said; the explaining they save is the larger part).\n\n"
-                          + plan_markdown() + "\n\n" + PAIR_VARIANT),
-        new_markdown_cell("## On a trn2: the compiles of each lesson\nWith `RUN_ON_TRN2 = True` and an empty compile "
-                          "cache, each lesson's cells start these neuronx-cc compiles (none was timed here: no trn2 "
-                          "in this project's CI; each figure says its source). A synced or warm cache (`cache sync` "
-                          "and `make demo` the day before) turns the twins' compiles into cache hits; the real "
-                          "models are what does not fit a 90-minute day.\n\n" + day.trn2_compiles_markdown()),
-        new_markdown_cell(f"## The {DAYS[1]}-minute day\nThe same lessons with the exercises marked "
-                          f"*{day.IN_CLASS_LONG}* done live and two more minutes to explain each: "
-                          f"{slack_minutes(DAYS[1])} minutes are slack.\n\n" + plan_markdown(DAYS[1])),
-        new_markdown_cell(f"## Homework\nWhat the {DAYS[0]}-minute day leaves for home, per lesson: the exercises and "
-                          "the cells of the sections marked *homework* (they run in a Run All too; at home they are "
-                          "read, not just run).\n\n" + homework_markdown()),
-        new_markdown_cell("## Set-up, as typed\n```bash\n" + SETUP + "\n```\nWhere the install broke: "
-                          "`build/book/index.html` (from `make book`) shows every lesson as it ran."),
-        new_markdown_cell("## Glossary\n" + glossary_markdown()),
-        new_markdown_cell("## Summary\n- Seven lessons in the order above; the exercises marked *in class* are done "
-                          "live, the rest are homework.\n- `RUN_ON_TRN2` and `FETCH_FROM_HUB` are in every "
-                          "lesson's parameters, both off by default.\n\n## What's next\n"
-                          f"[01 · {TITLES['01']}](01_explore_dataset.ipynb)."),
-    ]
-    nb = new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    return nbformat.from_dict(nb)
-
-
-def write_start_page(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> Path:
-    """Write notebooks/00_start_here.ipynb from this module (cell ids fixed, so a rewrite changes no line)."""
-    import nbformat
-
-    nb = start_page()
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"start-{i:02d}"
-    path = Path(notebooks_dir) / f"{START_PAGE}.ipynb"
-    nbformat.write(nb, path)
-    return path
-
-
-if __name__ == "__main__":
-    print(write_start_page())
-    for path in write_time_lines():
-        print(path)

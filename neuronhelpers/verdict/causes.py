@@ -5,7 +5,7 @@ message with the details that vary between models removed (numbers, addresses, p
 it came from (the deepest frame inside transformers or torch, or the model code dynamo was tracing).
 A run that hit dynamo's recompile limit is signed by the guard that kept failing, the thing a user
 can act on. ``analysis.causes.rank_causes`` orders causes across rows (``neuronhelpers causes``).
-Taught in notebook 04 and the architecture catalog notebook.
+Taught in notebook 03 and the architecture catalog notebook.
 """
 
 from __future__ import annotations

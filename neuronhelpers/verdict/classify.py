@@ -1,7 +1,7 @@
 """Failure classification: what a run that did not report success becomes (FAIL at a stage with a cause, or UNTESTED
 when a package is missing here), read from its JSON line, its exit status or signal, and its stderr.
 
-Taught in notebook 04.
+Taught in notebook 03.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ tolerance) and the device's token is among the reference's top-k, PASS with ``ne
 stage ``mismatch``. Embeddings (sentence-transformers) and images (diffusers) are compared as numbers: ``exact``
 when bitwise equal, ``within_tolerance`` when within the bounds in vocab (EMBEDDING_TOLERANCE by dtype,
 image_tolerance by backend and dtype), else FAIL at ``mismatch``; the row records the figures either way.
-``verify_outputs`` picks the check for the run's library and returns the row columns it decides. Taught in notebook 04.
+``verify_outputs`` picks the check for the run's library and returns the row columns it decides. Taught in notebook 03.
 """
 
 from __future__ import annotations

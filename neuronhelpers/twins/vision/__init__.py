@@ -2,5 +2,5 @@
 (processors.py), token wiring (tokens.py), the probe that runs the prompt through the model and repairs what its
 errors point at by named rules (probe.py), and the writer (build.py).
 
-Taught in notebook 06.
+Taught in notebook 05.
 """

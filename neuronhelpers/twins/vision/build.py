@@ -19,7 +19,7 @@ A twin is built from transformers' own metadata, not from a per-family builder:
             at, e.g. a "features and tokens do not match" error resizes the processor's image sequence length
             (probe.py). A twin whose probe still fails is not saved: TwinError with the probe's error.
 
-The few per-family corrections are entries of the one override table (twins/overrides.py). Taught in notebook 06.
+The few per-family corrections are entries of the one override table (twins/overrides.py). Taught in notebook 05.
 """
 
 from __future__ import annotations
