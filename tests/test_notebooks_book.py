@@ -18,6 +18,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from conftest import ARTIFACTS, CHROMIUM, ROOT, launch_chromium
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.ui.book import build_book, lesson_heading
+from neuronhelpers.ui.pages import GUIDE
 from neuronhelpers.ui.workshop import LESSON_ORDER, lesson_paths
 
 NOTEBOOKS = lesson_paths(ROOT / "notebooks")  # in teaching order, the start page first
@@ -89,11 +90,14 @@ def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path
                     "(it writes them), or `make book` executes them")
     out = tmp_path / "book"
     paths = build_book(EXECUTED, out, execute_missing=False)
-    assert sorted(p.name for p in paths) == sorted([*(p.stem + ".html" for p in NOTEBOOKS), "index.html"])
-    assert len(paths) == len(LESSON_ORDER) + 1
+    guide = f"{GUIDE}.html"  # the teacher's guide closes the book (Markdown only: nothing executed)
+    assert sorted(p.name for p in paths) == sorted([*(p.stem + ".html" for p in NOTEBOOKS), guide, "index.html"])
+    assert len(paths) == len(LESSON_ORDER) + 2
     index = (out / "index.html").read_text()
     links = re.findall(r'<li><a href="([^"]+)">', index)
-    assert links == [p.stem + ".html" for p in NOTEBOOKS]  # all of them, in teaching order (ui/workshop.py)
+    assert links == [*(p.stem + ".html" for p in NOTEBOOKS), guide]  # in teaching order (ui/workshop.py), then it
+    guide_page = (out / guide).read_text()
+    assert "A Run All on a trn2, cell by cell" in guide_page and "TorchNeuron" in guide_page
     titles = [lesson_heading(nbformat.read(EXECUTED / p.name, as_version=4), p.stem)[0] for p in NOTEBOOKS]
     solutions = 0
     for source, path in zip(NOTEBOOKS, paths, strict=False):
@@ -118,10 +122,15 @@ def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path
         for title in titles:
             page.get_by_role("link", name=title).wait_for(timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "book-index.png"), full_page=True)
-        page.get_by_role("link", name=titles[0]).click()  # the start page the teacher projects
-        page.get_by_role("heading", name="The plan: 90 minutes").wait_for(timeout=30_000)
-        assert page.locator("table").count() >= 3  # prerequisites, the plan, the glossary
+        page.get_by_role("link", name=titles[0]).click()  # the attendees' start page: one screen
+        page.get_by_role("heading", name="The lessons, in order").wait_for(timeout=30_000)
+        assert page.locator("table").count() == 1  # its prerequisites; the plans are the teacher's
         page.screenshot(path=str(ARTIFACTS / "book-00-start.png"), full_page=True)
+        page.goto((out / "index.html").as_uri())
+        page.get_by_role("link", name="Teacher's guide").click()
+        page.get_by_role("heading", name="The plan: 90 minutes").wait_for(timeout=30_000)
+        assert page.locator("table").count() >= 6  # both plans, homework, the Run All, the compiles, the glossary
+        page.screenshot(path=str(ARTIFACTS / "book-teachers-guide.png"), full_page=True)
         page.goto((out / "index.html").as_uri())
 
         page.get_by_role("link", name=titles[1]).click()
@@ -132,5 +141,12 @@ def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path
         assert figure.evaluate("img => img.complete && img.naturalWidth > 100")  # the matplotlib PNG, embedded
         assert page.get_by_role("link", name="Contents").first.is_visible()
         page.screenshot(path=str(ARTIFACTS / f"book-{NOTEBOOKS[1].stem[:2]}.png"), full_page=True)
+        for lesson, picture in (("02", "hands the graph on"), ("04", "What a core is")):
+            page.goto((out / f"{next(p.stem for p in NOTEBOOKS if p.stem.startswith(lesson))}.html").as_uri())
+            text = page.get_by_text(picture).first
+            text.wait_for(timeout=30_000)  # the picture's sentence, then the picture drawn below it
+            drawn = text.locator("xpath=following::img[1]")
+            assert drawn.evaluate("img => img.complete && img.naturalWidth > 300"), lesson
+            drawn.screenshot(path=str(ARTIFACTS / f"book-{lesson}-picture.png"))
         browser.close()
     assert not fetched, fetched  # every page reads offline

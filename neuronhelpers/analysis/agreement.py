@@ -43,8 +43,8 @@ def architecture_twin_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["twin_of"].notna() & ~model_twin_rows(rows)]
 
 PAIR = ["library", "compiler_version", "library_version"]
-COLUMNS = ["model_id", "weights", "model_type", *PAIR, "result", "stage", "twin_model", "twin_result", "twin_stage",
-           "agree"]
+COLUMNS = ["model_id", "weights", "model_type", "compiler", *PAIR, "result", "stage", "twin_model", "twin_result",
+           "twin_stage", "agree"]
 
 
 def _verdict(result, stage) -> str:
@@ -75,7 +75,8 @@ def twin_agreement(df: pd.DataFrame) -> pd.DataFrame:
         twin = same.sort_values("model_id").iloc[0]  # one twin per architecture and library; sorted, to be stable
         agree = _verdict(row.result, row.stage) == _verdict(twin.result, twin.stage)
         out.append({"model_id": row.model_id, "weights": getattr(row, "weights", None), "model_type": row.model_type,
-                    **{c: getattr(row, c) for c in PAIR}, "result": row.result, "stage": row.stage,
+                    "compiler": getattr(row, "compiler", None) or "compiler", **{c: getattr(row, c) for c in PAIR},
+                    "result": row.result, "stage": row.stage,
                     "twin_model": twin.model_id, "twin_result": twin.result, "twin_stage": twin.stage, "agree": agree})
     return pd.DataFrame(out, columns=COLUMNS).sort_values(["compiler_version", "library_version", "model_id"],
                                                             ignore_index=True)
@@ -96,7 +97,7 @@ def agreement_line(frame: pd.DataFrame) -> str:
     if differ.empty:
         return line
     named = "; ".join(f"{r.model_id} {_verdict(r.result, r.stage)} but {r.twin_model} "
-                      f"{_verdict(r.twin_result, r.twin_stage)} ({r.library} {r.library_version}, compiler "
+                      f"{_verdict(r.twin_result, r.twin_stage)} ({r.library} {r.library_version}, {r.compiler} "
                       f"{r.compiler_version})"
                       for r in differ.itertuples(index=False))
     return f"{line}; they differ on {named}"

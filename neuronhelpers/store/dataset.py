@@ -414,13 +414,20 @@ def verdicts_per_pair(df):
 
 def current_or_newest(df, backend=None):
     """This environment's pair (``select_pair(df, "current")``); where the frame holds no row of it (a trn2 reading
-    a catalog swept with inductor), the newest pair instead. Returns (rows, pair, a line saying which was used)."""
+    a catalog swept with inductor), the newest pair instead. Returns (rows, pair, a line saying which was used, each
+    compiler version with the compiler's name: inductor and neuronx-cc number their releases apart)."""
+    from neuronhelpers.core import versions
+    from neuronhelpers.core.backends import get_backend
+
     rows, pair = select_pair(df, "current", backend)
+    here = versions.compiler_for(backend or get_backend("auto"))[0]
     if len(rows) or not len(df):
-        return rows, pair, f"this environment's pair: compiler {pair[0]}, transformers {pair[1]}"
+        return rows, pair, f"this environment's pair: {here} {pair[0]}, transformers {pair[1]}"
     newest, newest_pair = select_pair(df, "newest")
-    return newest, newest_pair, (f"no rows for this environment's pair (compiler {pair[0]}, transformers {pair[1]}): "
-                                 f"the newest pair the data holds instead (compiler {newest_pair[0]}, "
+    named = newest["compiler"].dropna() if "compiler" in newest else ()
+    there = named.iloc[0] if len(named) else "compiler"
+    return newest, newest_pair, (f"no rows for this environment's pair ({here} {pair[0]}, transformers {pair[1]}): "
+                                 f"the newest pair the data holds instead ({there} {newest_pair[0]}, "
                                  f"transformers {newest_pair[1]})")
 
 

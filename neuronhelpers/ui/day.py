@@ -40,7 +40,12 @@ EXERCISE_MINUTES_SOURCE = ("the upper end of a tester session's estimate for a h
                            "yet)")
 EXERCISE_MINUTES = {("01", 1): 8, ("01", 2): 10, ("02", 1): 6, ("02", 2): 5, ("03", 1): 8, ("03", 2): 8,
                     ("04", 1): 5, ("04", 2): 6, ("05", 1): 4, ("05", 2): 8, ("05", 3): 9, ("06", 1): 6,
-                    ("06", 2): 8}
+                    ("06", 2): 8,
+                    # The open "why" questions (homework): a few sentences written, then compared with the model
+                    # answer; 5 minutes is this session's estimate, untimed like the rest.
+                    ("01", 3): 5, ("02", 3): 5, ("03", 3): 5, ("04", 3): 5, ("05", 4): 5, ("06", 3): 5}
+# The exercises that ask why: no self-check, a model answer (a Markdown cell tagged "model-answer") to compare with.
+OPEN_QUESTIONS = (("01", 3), ("02", 3), ("03", 3), ("04", 3), ("05", 4), ("06", 3))
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,61 @@ def measured_line() -> str:
             "twins and compile cache warm")
 
 
+# ---- the timed run-through: what the day costs beyond the cells --------------------------------------------------
+RUN_THROUGH = TIMINGS.parent / "run_through.json"
+TERMINAL_EXERCISE = ("02", 1)  # typed in a terminal: its runs take the day's seconds, beside the exercise's minutes
+
+
+@lru_cache(maxsize=1)
+def run_through() -> dict:
+    """The committed timed run-through (``scripts/run_through.py``); empty before one was measured."""
+    if not RUN_THROUGH.exists():
+        return {"lessons": {}, "terminal_s": {}}
+    return json.loads(RUN_THROUGH.read_text())
+
+
+# The person's part of a notebook switch (finding the next file, opening it, scrolling to the top): assumed, not
+# timed; the kernel's start is measured.
+SWITCH_PERSON_S = 30
+
+
+def friction_seconds(number: str, exercises: tuple[int, ...], run_s: float = 0.0) -> float:
+    """What a lesson costs in class beyond the cells' seconds of the Run All measurement (``run_s``), from the
+    run-through: its in-class cells run alone and its kernel's start (that lesson's wall time, minus ``run_s``), the
+    person's part of the switch (assumed) and, where its terminal exercise is done in class, the terminal's runs."""
+    measured = run_through()
+    lesson = measured["lessons"].get(number)
+    seconds_ = (lesson["wall_s"] - run_s + SWITCH_PERSON_S) if lesson else 0.0
+    if number == TERMINAL_EXERCISE[0] and TERMINAL_EXERCISE[1] in exercises:
+        seconds_ += sum(measured["terminal_s"].values())
+    return seconds_
+
+
+def run_through_markdown() -> str:
+    """The run-through against the plan, per lesson: the measured seconds of its in-class cells and of opening it,
+    beside the cells' seconds the plan had from the Run All measurement, and the terminal's runs."""
+    measured = run_through()
+    if not measured["lessons"]:
+        return "No timed run-through is recorded yet (`scripts/run_through.py` measures one)."
+    how = measured["measured"]
+    lines = [f"Measured {how['date']} at {how['commit']} on {how['cpu_cores']} CPU cores: {how['how']}. The plan "
+             "counts each lesson's run-through time (its in-class cells run alone, and its kernel's start) in place of "
+             f"the Run All's cells, {SWITCH_PERSON_S} s for the person's part of each switch (assumed: finding and "
+             "opening the file was not timed), and the terminal's runs where 02's Exercise 1 is done in class. The "
+             "cells run alone take longer than in the Run All, where the homework cells before them had already "
+             "imported and warmed what they use.", "",
+             "| lesson | in-class cells, run-through (s) | the same cells in the Run All (s) | kernel start (s) |",
+             "| --- | --- | --- | --- |"]
+    for number, lesson in sorted(measured["lessons"].items()):
+        planned = seconds([s for s in sections(number) if s.in_class(DAYS[0])], number)
+        lines.append(f"| {number} | {lesson['cells_s']:.0f} | {planned:.0f} | {lesson['kernel_and_switch_s']:.0f} |")
+    terminal = measured["terminal_s"]
+    lines += ["", f"02's terminal exercise: `python3 run.py` took {terminal['cold']:.0f} s the first time (a plain "
+              f"shell has none of the harness's compile cache) and {terminal['after_edit']:.0f} s after the prompt "
+              "edit."]
+    return "\n".join(lines)
+
+
 def seconds(sections_: list[Section], number: str) -> float:
     measured = cell_seconds(number)
     return sum(measured.get(cell, 0.0) for s in sections_ for cell in s.code_cells)
@@ -145,10 +205,11 @@ class LessonPlan:
     homework_exercises: tuple[int, ...]
     homework_min: int
     words: int  # of the in-class sections' Markdown
+    friction_s: float = 0.0  # opening the lesson, and its terminal runs in class (the run-through's)
 
     @property
     def minutes(self) -> int:
-        return math.ceil(self.run_s / 60 + self.exercise_min + self.explain_min)
+        return math.ceil((self.run_s + self.friction_s) / 60 + self.exercise_min + self.explain_min)
 
 
 def lesson_plan(number: str, day: int, explain_min: int, notebooks_dir: str | Path = NOTEBOOKS_DIR) -> LessonPlan:
@@ -162,7 +223,7 @@ def lesson_plan(number: str, day: int, explain_min: int, notebooks_dir: str | Pa
     return LessonPlan(number, day, seconds(taught, number), taught_ex,
                       sum(EXERCISE_MINUTES[(number, n)] for n in taught_ex), explain_min, homework_s, left_ex,
                       math.ceil(homework_s / 60 + sum(EXERCISE_MINUTES[(number, n)] for n in left_ex)),
-                      sum(s.words for s in taught))
+                      sum(s.words for s in taught), friction_seconds(number, taught_ex, seconds(taught, number)))
 
 
 def skipped_seconds(number: str, titles, notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[tuple[str, float]]:

@@ -30,6 +30,8 @@ class Exercise:
     # What the notebook passes to check_answer for this exercise (``row``: the attendee's own run, so the answer is
     # right on any device; ``model_id``: the lesson's model), each given to ``expected`` when not None.
     takes: tuple[str, ...] = ()
+    # Says what to do first where the answer cannot be worked out yet (e.g. the file to run was not edited), else None.
+    not_ready: Callable[..., str | None] | None = None
 
 
 @lru_cache(maxsize=1)
@@ -62,8 +64,12 @@ def _row(model_id: str):
 
 # ---- 01 ------------------------------------------------------------------------------------------------------------
 def _vision_counts() -> dict:
-    rows = _lesson_rows()
-    vision = rows[rows.twin_of.notna() & (rows.task == IMAGE_TEXT_TO_TEXT)]
+    """One twin per architecture (the rule 05's tables use): a vision-language model's own twin answers for that
+    model, not for another architecture."""
+    from neuronhelpers.analysis.agreement import architecture_twin_rows
+
+    rows = architecture_twin_rows(_lesson_rows())
+    vision = rows[rows.task == IMAGE_TEXT_TO_TEXT]
     counts = vision.result.value_counts()
     return {r: int(counts.get(r, 0)) for r in (PASS, FAIL, UNTESTED)}
 
@@ -86,28 +92,63 @@ def _one_model_across_pairs() -> dict:
 TERMINAL_MODEL = "tiny/qwen3"
 
 
-# 02's exercise 1 asks for the last tokens: the lesson prints the first 16 of the row above it, never these.
+# 02's exercise 1: the attendee edits one parameter of the row's run.py (its prompt) and runs the file in a terminal;
+# no cell prints the tokens of that prompt. The check runs the attendee's edited file once more, on this machine's
+# device (a trn2's bfloat16 tokens are its own), and compares the last 8 tokens.
+TERMINAL_PROMPT = "The capital of France is"
 TERMINAL_TOKENS = slice(-8, None)
+PROMPT_LINE = "    'prompt': "
 
 
-def _terminal_tokens(row=None) -> dict:
-    """The last 8 tokens of the row the attendee's own run produced (``row``: right on a trn2 in bfloat16 too), else
-    of the catalog's row of the lesson's model (CPU, float32)."""
-    tokens = row["tokens"] if row is not None else _row(TERMINAL_MODEL).tokens
-    return {"tokens": [int(t) for t in list(tokens)[TERMINAL_TOKENS]]}
+def terminal_prompt(folder) -> str | None:
+    """The prompt the run.py in ``folder`` asks (its PARAMS line), or None without a readable run.py."""
+    import ast
+    from pathlib import Path
+
+    path = Path(folder) / "run.py"
+    if not path.is_file():
+        return None
+    line = next((ln for ln in path.read_text().splitlines() if ln.startswith(PROMPT_LINE)), None)
+    return ast.literal_eval(line[len(PROMPT_LINE):].rstrip(",")) if line else None
+
+
+def _terminal_not_ready(folder=None) -> str | None:
+    if folder is None:
+        return "pass the terminal's folder: check_answer(\"02\", 1, exercise_1, folder=terminal)"
+    if terminal_prompt(folder) != TERMINAL_PROMPT:
+        return (f"the run.py in {folder} does not ask {TERMINAL_PROMPT!r} yet: set its PARAMS 'prompt' to it, save, "
+                "and run python3 run.py again")
+    return None
+
+
+def _terminal_tokens(folder=None) -> dict:
+    """The last 8 tokens the attendee's edited run.py writes: the file run once more here, as the terminal ran it."""
+    import os
+    import subprocess
+    import sys
+
+    from neuronhelpers.core.network import hub_reachable
+    from neuronhelpers.process.tree import last_json_line
+
+    env = {**os.environ, **({} if hub_reachable() else {"HF_HUB_OFFLINE": "1"})}
+    done = subprocess.run([sys.executable, "run.py"], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=900)
+    payload = last_json_line(done.stdout) or {}
+    return {"tokens": [int(t) for t in payload.get("tokens", [])][TERMINAL_TOKENS]}
 
 
 def _trn2_run_py(model_id: str = TERMINAL_MODEL) -> dict:
-    """What the lesson's model's run.py says on a trn2: rendered for the neuron backend (nothing runs), its device,
-    dtype and compile backend, and the near-tie tolerance of that dtype."""
+    """The run.py a trn2 would run against this machine's: the PARAMS keys whose values differ (rendered for both
+    backends, nothing runs), and the near-tie tolerance of the trn2's dtype."""
     from neuronhelpers.core.backends import get_backend
     from neuronhelpers.core.vocab import NEAR_TIE_MARGIN
     from neuronhelpers.models.resolve import resolve_model
     from neuronhelpers.recipes.render import recipe_params
 
-    params = recipe_params(resolve_model(model_id), get_backend("neuron"))
-    return {"device": params["device"], "dtype": params["dtype"], "compile_backend": params["compile_backend"],
-            "tolerance": NEAR_TIE_MARGIN[params["dtype"]]}
+    ref = resolve_model(model_id)
+    here, trn2 = recipe_params(ref, get_backend("cpu")), recipe_params(ref, get_backend("neuron"))
+    return {"changed": sorted(k for k in {*here, *trn2} if here.get(k) != trn2.get(k)),
+            "tolerance": NEAR_TIE_MARGIN[trn2["dtype"]]}
 
 
 # ---- 04 ------------------------------------------------------------------------------------------------------------
@@ -239,14 +280,25 @@ def _compiler_step() -> dict:
 
 
 # ---- 05 ------------------------------------------------------------------------------------------------------------
-def _biggest_blocker() -> dict:
-    from neuronhelpers.analysis.causes import rank_causes
-    from neuronhelpers.store.dataset import select_pair
+# 05's exercise 1: the top cause's architectures in the newest pair against the oldest (no cell prints the older
+# pair's ranking, nor what the newly blocked architectures were there).
+OLDEST_PAIR = "2.13.0,5.23.0"
 
-    catalog = _catalog()
-    newest, _ = select_pair(catalog[catalog.twin_of.notna()], "newest")
-    top = rank_causes(newest).iloc[0]
-    return {"cause": top.cause, "stage": top.stage, "count": int(top["count"])}
+
+def _biggest_blocker() -> dict:
+    from neuronhelpers.analysis.agreement import architecture_twin_rows
+    from neuronhelpers.analysis.causes import rank_causes
+    from neuronhelpers.store.dataset import newest_per_model, select_pair
+
+    twins = architecture_twin_rows(_catalog())
+    newest, _ = select_pair(twins, "newest")
+    oldest, _ = select_pair(twins, OLDEST_PAIR)
+    top, then = rank_causes(newest).iloc[0], rank_causes(oldest)
+    before = set(then[then.cause == top.cause].architectures.iloc[0]) if (then.cause == top.cause).any() else set()
+    new = sorted(set(top.architectures) - before)
+    old_rows = newest_per_model(oldest)
+    return {"cause": top.cause, "newly_blocked": new,
+            "untested_then": int(old_rows[old_rows.model_type.isin(new)].result.eq(UNTESTED).sum())}
 
 
 def _flag_misleads() -> dict:
@@ -279,7 +331,8 @@ def your_model(model_id: str) -> dict:
 
 EXERCISES = {
     ("01", 1): Exercise("vision-language twins: PASS, FAIL and UNTESTED counts in this pair", _vision_counts,
-                        {PASS: "twin rows (twin_of set) of task image-text-to-text, each model's newest row once",
+                        {PASS: "architecture twins (architecture_twin_rows: one per architecture, not the model twins) "
+                               "of task image-text-to-text, each model's newest row once",
                          FAIL: "count the failed rows among the same rows",
                          UNTESTED: "rows without a verdict are twins that could not be built here: count them too"}),
     ("01", 2): Exercise(f"the classic query on {CLASSIC_EXERCISE_MODEL}: its result per pair, and the stage of its "
@@ -287,14 +340,15 @@ EXERCISES = {
                         {"results": "one entry per pair, keyed like '2.13.0,5.23.0' (the compiler version first, a "
                                     "comma, no space), its newest row's result",
                          "untested_stage": "the UNTESTED row's `stage` column says why there is no verdict"}),
-    ("02", 1): Exercise("the last 8 token ids `python3 run.py` printed in a terminal", _terminal_tokens,
-                        {"tokens": "the JSON line's \"tokens\" list, its last 8 ids as integers"}, takes=("row",)),
-    ("02", 2): Exercise("the run.py a trn2 would run: its device, dtype, compile backend and that dtype's near-tie "
-                        "tolerance", _trn2_run_py,
-                        {"device": "the PARAMS block of the run.py rendered for get_backend(\"neuron\")",
-                         "dtype": "the same PARAMS block: the dtype the weights are loaded in there",
-                         "compile_backend": "the same PARAMS block: what torch.compile is given as its backend",
-                         "tolerance": "vocab.NEAR_TIE_MARGIN, looked up with that dtype"}, takes=("model_id",)),
+    ("02", 1): Exercise(f"the last 8 token ids `python3 run.py` printed in a terminal for the prompt "
+                        f"{TERMINAL_PROMPT!r}", _terminal_tokens,
+                        {"tokens": "the last line `python3 run.py` prints is JSON: its \"tokens\" list, the last 8 "
+                                   "ids as integers"}, takes=("folder",), not_ready=_terminal_not_ready),
+    ("02", 2): Exercise("the run.py a trn2 would run against the CPU's: the PARAMS keys that differ, and the "
+                        "near-tie tolerance of the trn2's dtype", _trn2_run_py,
+                        {"changed": "render both (get_backend(\"cpu\") and get_backend(\"neuron\")) and compare the "
+                                    "PARAMS blocks line by line: the keys whose values differ, as a sorted list",
+                         "tolerance": "vocab.NEAR_TIE_MARGIN, looked up with the trn2's dtype"}, takes=("model_id",)),
     ("04", 1): Exercise(f"heads, key/value heads and experts per rank: {RANKS_TWIN} over {RANKS_TWIN_CORES} cores, "
                         "Mixtral-8x7B over the planner's cores", _what_each_rank_holds,
                         {"twin_heads_per_rank": f"{RANKS_TWIN}'s config (AutoConfig.from_pretrained(ref.path)) and the "
@@ -329,9 +383,13 @@ EXERCISES = {
                                          "change is 'verdict reached', by their new_result",
                          "reached_fail": "the same rows, by their new_result",
                          "regressed": "the rows of the same changes whose change is 'regressed' (0 is an answer)"}),
-    ("05", 1): Exercise("the cause that blocks the most architectures in the newest pair", _biggest_blocker,
-                        {"cause": "causes.iloc[0].cause", "stage": "the same row's stage",
-                         "count": "its `count` column (how many architectures), as an int"}),
+    ("05", 1): Exercise(f"the top cause of the newest pair, the architectures it blocks there and not in "
+                        f"{OLDEST_PAIR}, and how many of those were UNTESTED then", _biggest_blocker,
+                        {"cause": "causes.iloc[0].cause",
+                         "newly_blocked": f"rank_causes over select_pair(twins_only, '{OLDEST_PAIR}'): the same "
+                                          "cause's `architectures` there; the newest's that are not, as a sorted list",
+                         "untested_then": "those architectures' newest rows in the older pair: how many are UNTESTED "
+                                          "(the others had no twin there at all)"}),
     ("05", 2): Exercise("architectures that declare fullgraph and FAIL: how many, their top cause and its count",
                         _flag_misleads,
                         {"declared_true_fail": "rows of `declared` with declared True and disagree True",
@@ -340,13 +398,16 @@ EXERCISES = {
 }
 
 
-def check_answer(lesson: str, number: int, answer, *, model_id: str | None = None, row: dict | None = None) -> str:
+def check_answer(lesson: str, number: int, answer, *, model_id: str | None = None, row: dict | None = None,
+                 folder=None) -> str:
     """Check an exercise's answer: "not answered yet", "right", or "not yet: <hint>" (never the right answer), a line
-    a notebook shows as the cell's output. The whole answer is judged at once: how many parts are right, never which
-    (one wrong part at a time would let a small answer space be found by trial), with every part's hint.
+    a notebook shows as the cell's output. The whole answer is judged at once: never which part is wrong (one wrong
+    part at a time would let a small answer space be found by trial), nor how many (most parts have fewer than 20
+    possible values: a verdict word, a dtype, a small count, True or False), with every part's hint.
     ``model_id``: the model of a bring-your-own-model exercise (05, 3) or the lesson's model (02, 2); ``row``: the
-    row the attendee's own run produced (02, 1), so the answer is that run's on any device (a trn2's bfloat16 tokens
-    are not the catalog's CPU float32 ones)."""
+    row the attendee's own run produced, where an exercise takes it; ``folder``: the terminal's folder (02, 1), whose
+    edited run.py is run once more on this device, so the answer is that device's (a trn2's bfloat16 tokens are not
+    the CPU's float32 ones)."""
     if answer is None:
         return _say(NOT_ANSWERED + ": write your answer into the exercise's variable, then run this cell again")
     if (lesson, number) == ("05", 3):
@@ -364,7 +425,9 @@ def check_answer(lesson: str, number: int, answer, *, model_id: str | None = Non
 
             raise UserError(f"no exercise {number} in lesson {lesson}: the exercises are "
                             f"{', '.join(f'{ls} {n}' for ls, n in EXERCISES)} and 05 3")
-    given = {"model_id": model_id, "row": row}
+    given = {"model_id": model_id, "row": row, "folder": folder}
+    if exercise.not_ready and (first := exercise.not_ready(**{k: given[k] for k in exercise.takes})):
+        return _say(f"{NOT_YET}: {first}")
     expected = exercise.expected(**{k: given[k] for k in exercise.takes if given[k] is not None})
     if not isinstance(answer, dict):
         if len(expected) != 1:
@@ -376,13 +439,12 @@ def check_answer(lesson: str, number: int, answer, *, model_id: str | None = Non
     missing = [key for key in expected if key not in answer]
     if missing:  # the answer's shape, not its content: naming what is missing gives nothing away
         return _say(f"{NOT_YET}: your answer has no " + "; no ".join(f"'{key}' ({hint(key)})" for key in missing))
-    right = sum(_same(answer[key], value) for key, value in expected.items())
-    if right == len(expected):
+    if all(_same(answer[key], value) for key, value in expected.items()):
         return _say(f"{RIGHT}: {exercise.question}")
     if len(expected) == 1:
         return _say(f"{NOT_YET}: not right. Hint: {hint(next(iter(expected)))}")
     hints = "; ".join(f"'{key}': {hint(key)}" for key in expected)
-    return _say(f"{NOT_YET}: {right} of {len(expected)} parts right. Hints: {hints}")
+    return _say(f"{NOT_YET}. Hints: {hints}")
 
 
 def _same(given, expected) -> bool:
