@@ -109,7 +109,8 @@ def start_page():
         new_markdown_cell(
             "# 00 · Start here\n\n## Overview\nOne question, asked of Hugging Face models: *does this model run "
             "unmodified on AWS Trainium, and how do I run it myself?* Trainium runs PyTorch through TorchNeuron, "
-            "AWS's native backend (in beta). The lessons below say what each lets you do.\n\n## Prerequisites\n| | |\n| --- | --- |\n| you know | Python, a little pandas, and transformers' "
+            "AWS's native backend (in beta). The lessons below say what each lets you do.\n\n## Prerequisites\n"
+            "| | |\n| --- | --- |\n| you know | Python, a little pandas, and transformers' "
             "`from_pretrained` and `generate`; nothing about Trainium |\n| set-up | the day before (below) |\n"
             "| time | 5 minutes |"),
         new_markdown_cell("Two switches every lesson has: run real models on a trn2, and fetch from the Hub. Both "
