@@ -13,7 +13,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -26,8 +25,8 @@ from neuronhelpers.process.tree import last_json_line
 from neuronhelpers.recipes.render import render_run_py
 from neuronhelpers.run.harness import plan_run
 from neuronhelpers.ui import day
-from neuronhelpers.ui.book import DROPPED_TAG, execute_in_copy
-from neuronhelpers.ui.exercises import TERMINAL_MODEL, TERMINAL_PROMPT
+from neuronhelpers.ui.book import DROPPED_TAG, cell_durations, execute_in_copy
+from neuronhelpers.ui.exercises import TERMINAL_MODEL, TERMINAL_PROMPT, with_prompt
 from neuronhelpers.ui.workshop import LESSON_ORDER
 
 
@@ -45,17 +44,6 @@ def in_class_copy(number: str, results: str):
     return nb
 
 
-def cell_seconds(nb) -> float:
-    total = 0.0
-    for cell in nb.cells:
-        timing = cell.metadata.get("execution", {})
-        if cell.cell_type == "code" and "iopub.execute_input" in timing:
-            start = dt.datetime.fromisoformat(timing["iopub.execute_input"].replace("Z", "+00:00"))
-            end = dt.datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00"))
-            total += (end - start).total_seconds()
-    return total
-
-
 def terminal_runs(work: Path) -> tuple[float, float]:
     """02's exercise 1 as typed: `python3 run.py`, then again after editing the prompt; a plain shell's inductor cache
     is torch's default, which the harness never filled (an empty folder here)."""
@@ -68,8 +56,7 @@ def terminal_runs(work: Path) -> tuple[float, float]:
     seconds = []
     for edit in (False, True):
         if edit:
-            (folder / "run.py").write_text(re.sub(r"^    'prompt': .*,$", f"    'prompt': {TERMINAL_PROMPT!r},",
-                                                  run_py, count=1, flags=re.M))
+            (folder / "run.py").write_text(with_prompt(run_py, TERMINAL_PROMPT))
         start = time.perf_counter()
         done = subprocess.run([sys.executable, "run.py"], cwd=folder, env=env, capture_output=True, text=True)
         seconds.append(round(time.perf_counter() - start, 1))
@@ -90,7 +77,7 @@ def main():
             start = time.perf_counter()
             execute_in_copy(nb, day.NOTEBOOKS_DIR, Path(tmp) / number)
             wall = time.perf_counter() - start
-            cells = cell_seconds(nb)
+            cells = sum(cell_durations(nb).values())
             lessons[number] = {"wall_s": round(wall, 1), "cells_s": round(cells, 1),
                                "kernel_and_switch_s": round(wall - cells, 1)}
             print(number, lessons[number], flush=True)

@@ -52,15 +52,16 @@ def test_the_committed_start_page_and_teachers_guide_are_the_ones_the_package_wr
 
 
 def test_every_lesson_states_its_objectives_what_to_know_beforehand_and_where_to_read_more(tmp_path):
-    """Issue 50, item 7: three rows of each lesson's Prerequisites table, written from ui/pages.py (FRAMES)."""
+    """Issue 50, item 7: three rows of each lesson's Prerequisites table, written from ui/workshop.py (FRAMES)."""
     import shutil
 
     for path in workshop.lesson_paths()[1:]:
         first = "".join(json.loads(path.read_text())["cells"][0]["source"])
-        assert pages.frame_rows(path.stem[:2]) in first, f"{path.name} is stale: run `python -m neuronhelpers.ui.pages`"
-        assert all(re.search(r"\]\(https://", row) for row in [pages.FRAMES[path.stem[:2]][2]])  # a link at least
+        assert workshop.frame_rows(path.stem[:2]) in first, (
+            f"{path.name} is stale: run `python -m neuronhelpers.ui.pages`")
+        assert all(re.search(r"\]\(https://", row) for row in [workshop.FRAMES[path.stem[:2]][2]])  # a link at least
         shutil.copy(path, tmp_path / path.name)
-    assert pages.write_frames(tmp_path) == []  # written once: a rewrite changes nothing
+    assert workshop.write_time_lines(tmp_path) == []  # written once: a rewrite changes nothing
 
 
 def test_the_trn2_run_all_names_every_section_that_compiles_or_runs_a_real_model_with_the_lessons_marks():
@@ -392,7 +393,6 @@ def test_lesson_02s_terminal_check_runs_the_attendees_edited_run_py_on_this_devi
     """Issue 50, item 4: the answer is on no screen (the row's tokens are another prompt's): the check first says the
     file does not ask the exercise's prompt yet, then runs the attendee's edited run.py once more on this device (so
     a trn2's bfloat16 tokens are judged against a trn2 run) and compares its last 8 tokens."""
-    import re
     import subprocess
     import sys
 
@@ -405,9 +405,7 @@ def test_lesson_02s_terminal_check_runs_the_attendees_edited_run_py_on_this_devi
     (tmp_path / "run.py").write_text(run_py)
     before = check_answer("02", 1, list(row.tokens)[-8:], folder=tmp_path)
     assert before.startswith(NOT_YET) and exercises.TERMINAL_PROMPT in before
-    edited = re.sub(r"^    'prompt': .*,$", f"    'prompt': {exercises.TERMINAL_PROMPT!r},", run_py, count=1,
-                    flags=re.M)
-    (tmp_path / "run.py").write_text(edited)
+    (tmp_path / "run.py").write_text(exercises.with_prompt(run_py, exercises.TERMINAL_PROMPT))
     assert exercises.terminal_prompt(tmp_path) == exercises.TERMINAL_PROMPT
     done = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     tokens = last_json_line(done.stdout)["tokens"][-8:]

@@ -213,6 +213,20 @@ def execute_notebook(source: Path, target: Path, *, timeout: int = 900) -> None:
     nbformat.write(nb, target)
 
 
+def cell_durations(nb) -> dict[str, float]:
+    """Each executed code cell's seconds, by cell id, from the timings the kernel client records in its metadata."""
+    import datetime as dt
+
+    durations = {}
+    for cell in nb.cells:
+        timing = cell.metadata.get("execution", {})
+        if cell.cell_type == "code" and "iopub.execute_input" in timing and "id" in cell:
+            start = dt.datetime.fromisoformat(timing["iopub.execute_input"].replace("Z", "+00:00"))
+            end = dt.datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00"))
+            durations[cell.id] = (end - start).total_seconds()
+    return durations
+
+
 def measure_lessons(results: str | Path, work_root: str | Path, lessons=("01", "02", "03", "04", "05", "06"),
                    notebooks_dir: str | Path = NOTEBOOKS_DIR) -> dict:
     """Execute each lesson as an attendee's Run All on the day (parameters as committed, SOLUTIONS off, `make
@@ -232,13 +246,7 @@ def measure_lessons(results: str | Path, work_root: str | Path, lessons=("01", "
             injected.metadata["tags"] = [DROPPED_TAG]
             nb.cells.insert(index + 1, injected)
         execute_in_copy(nb, Path(notebooks_dir), Path(work_root) / number)
-        cells[number] = {}
-        for cell in nb.cells:
-            timing = cell.metadata.get("execution", {})
-            if cell.cell_type == "code" and "iopub.execute_input" in timing and "id" in cell:
-                start = dt.datetime.fromisoformat(timing["iopub.execute_input"].replace("Z", "+00:00"))
-                end = dt.datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00"))
-                cells[number][cell.id] = round((end - start).total_seconds(), 1)
+        cells[number] = {cell_id: round(s, 1) for cell_id, s in cell_durations(nb).items()}
         print(f"{number}: {sum(cells[number].values()):.0f} s", flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(notebooks_dir).parent,
                             capture_output=True, text=True).stdout.strip()

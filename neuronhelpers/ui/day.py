@@ -219,11 +219,11 @@ def lesson_plan(number: str, day: int, explain_min: int, notebooks_dir: str | Pa
     left = [s for s in found if not s.in_class(day)]
     taught_ex = tuple(s.exercise for s in taught if s.exercise)
     left_ex = tuple(s.exercise for s in left if s.exercise)
-    homework_s = seconds(left, number)
-    return LessonPlan(number, day, seconds(taught, number), taught_ex,
+    homework_s, run_s = seconds(left, number), seconds(taught, number)
+    return LessonPlan(number, day, run_s, taught_ex,
                       sum(EXERCISE_MINUTES[(number, n)] for n in taught_ex), explain_min, homework_s, left_ex,
                       math.ceil(homework_s / 60 + sum(EXERCISE_MINUTES[(number, n)] for n in left_ex)),
-                      sum(s.words for s in taught), friction_seconds(number, taught_ex, seconds(taught, number)))
+                      sum(s.words for s in taught), friction_seconds(number, taught_ex, run_s))
 
 
 def skipped_seconds(number: str, titles, notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[tuple[str, float]]:

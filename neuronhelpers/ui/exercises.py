@@ -27,8 +27,8 @@ class Exercise:
     question: str
     expected: Callable[..., dict]  # computes the right answer: key -> value
     hints: dict = field(default_factory=dict)  # key -> what to look at (never the value)
-    # What the notebook passes to check_answer for this exercise (``row``: the attendee's own run, so the answer is
-    # right on any device; ``model_id``: the lesson's model), each given to ``expected`` when not None.
+    # What the notebook passes to check_answer for this exercise (``folder``: the attendee's terminal folder, so the
+    # answer is that device's run; ``model_id``: the lesson's model), each given to ``expected`` when not None.
     takes: tuple[str, ...] = ()
     # Says what to do first where the answer cannot be worked out yet (e.g. the file to run was not edited), else None.
     not_ready: Callable[..., str | None] | None = None
@@ -110,6 +110,13 @@ def terminal_prompt(folder) -> str | None:
         return None
     line = next((ln for ln in path.read_text().splitlines() if ln.startswith(PROMPT_LINE)), None)
     return ast.literal_eval(line[len(PROMPT_LINE):].rstrip(",")) if line else None
+
+
+def with_prompt(run_py: str, prompt: str) -> str:
+    """A run.py's text with its PARAMS prompt set to ``prompt``: the one-line edit 02's exercise 1 asks for."""
+    import re
+
+    return re.sub(rf"^{re.escape(PROMPT_LINE)}.*,$", f"{PROMPT_LINE}{prompt!r},", run_py, count=1, flags=re.M)
 
 
 def _terminal_not_ready(folder=None) -> str | None:
@@ -242,11 +249,9 @@ def _live_fail_run(model_id: str) -> tuple:
     return tuple(row[k] for k in LIVE_FAIL_KEYS)
 
 
-def _read_a_live_fail(row=None) -> dict:
-    """The FAIL's result, stage, cause and evidence: from the attendee's own row when given, else the catalog's row of
-    this environment's pair, else (no such row: a trn2 reading the inductor catalog) a run of the model here."""
-    if row is not None:
-        return {k: row[k] for k in LIVE_FAIL_KEYS}
+def _read_a_live_fail() -> dict:
+    """The FAIL's result, stage, cause and evidence: the catalog's row of this environment's pair, else (no such row:
+    a trn2 reading the inductor catalog) a run of the model here."""
     from neuronhelpers.store.dataset import newest_per_model, select_pair
 
     here, _ = select_pair(_catalog(), "current")
@@ -398,16 +403,14 @@ EXERCISES = {
 }
 
 
-def check_answer(lesson: str, number: int, answer, *, model_id: str | None = None, row: dict | None = None,
-                 folder=None) -> str:
+def check_answer(lesson: str, number: int, answer, *, model_id: str | None = None, folder=None) -> str:
     """Check an exercise's answer: "not answered yet", "right", or "not yet: <hint>" (never the right answer), a line
     a notebook shows as the cell's output. The whole answer is judged at once: never which part is wrong (one wrong
     part at a time would let a small answer space be found by trial), nor how many (most parts have fewer than 20
     possible values: a verdict word, a dtype, a small count, True or False), with every part's hint.
-    ``model_id``: the model of a bring-your-own-model exercise (05, 3) or the lesson's model (02, 2); ``row``: the
-    row the attendee's own run produced, where an exercise takes it; ``folder``: the terminal's folder (02, 1), whose
-    edited run.py is run once more on this device, so the answer is that device's (a trn2's bfloat16 tokens are not
-    the CPU's float32 ones)."""
+    ``model_id``: the model of a bring-your-own-model exercise (05, 3) or the lesson's model (02, 2); ``folder``: the
+    terminal's folder (02, 1), whose edited run.py is run once more on this device, so the answer is that device's (a
+    trn2's bfloat16 tokens are not the CPU's float32 ones)."""
     if answer is None:
         return _say(NOT_ANSWERED + ": write your answer into the exercise's variable, then run this cell again")
     if (lesson, number) == ("05", 3):
@@ -425,7 +428,7 @@ def check_answer(lesson: str, number: int, answer, *, model_id: str | None = Non
 
             raise UserError(f"no exercise {number} in lesson {lesson}: the exercises are "
                             f"{', '.join(f'{ls} {n}' for ls, n in EXERCISES)} and 05 3")
-    given = {"model_id": model_id, "row": row, "folder": folder}
+    given = {"model_id": model_id, "folder": folder}
     if exercise.not_ready and (first := exercise.not_ready(**{k: given[k] for k in exercise.takes})):
         return _say(f"{NOT_YET}: {first}")
     expected = exercise.expected(**{k: given[k] for k in exercise.takes if given[k] is not None})

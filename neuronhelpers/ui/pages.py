@@ -2,8 +2,8 @@
 (``notebooks/00_start_here.ipynb``: one screen of what you will be able to do, what to know beforehand, the set-up as
 typed, the lessons in order) and the teacher's guide (``notebooks/teachers_guide.ipynb``: the plans, homework, a trn2
 day prepared, the backend's name and status, the glossary). Tests fail when a committed page differs:
-``python -m neuronhelpers.ui.pages`` rewrites both, each lesson's own time line and its frame rows (objectives,
-what to know beforehand, where to read more).
+``python -m neuronhelpers.ui.pages`` rewrites both, and each lesson's own time line and frame rows (objectives,
+what to know beforehand, where to read more: ``workshop.write_time_lines``).
 """
 
 from __future__ import annotations
@@ -26,71 +26,6 @@ CAN_DO = {
     "05": "see which architectures run, and what blocks the rest",
     "06": "compare two releases, and contribute a result",
 }
-
-
-# Each lesson's learning objectives, what to know beforehand and where to read more: three rows of its Prerequisites
-# table, written by ``write_frames`` (a test fails when a lesson's rows differ).
-FRAMES = {
-    "01": ("load results from a folder or the Hub; answer \"does this model run?\" with one pandas query and with "
-           "the explorer; say which row and which version pair an answer stands on",
-           "pandas: filtering rows and `value_counts`",
-           "[pandas user guide](https://pandas.pydata.org/docs/user_guide/index.html)"),
-    "02": ("read a `run.py` top-down; run a model and read its verified row; reproduce a row in a terminal and "
-           "change one parameter; say what a warm compile cache saves",
-           "transformers' `from_pretrained` and `generate`; what `torch.compile` does, roughly",
-           "[torch.compile tutorial](https://docs.pytorch.org/tutorials/intermediate/torch_compile_tutorial.html), "
-           "[static cache and torch.compile in transformers](https://huggingface.co/docs/transformers/llm_optims), "
-           "[torch.compile on Neuron](https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/"
-           "index.html)"),
-    "03": ("tell PASS, FAIL, EXCLUDED and UNTESTED apart; decide exact, near-tie or mismatch from the logits; read "
-           "a FAIL's stage, cause and evidence, and say who must fix it",
-           "lesson 02; greedy decoding picks the highest logit at each step",
-           "[generation strategies](https://huggingface.co/docs/transformers/generation_strategies)"),
-    "04": ("say how many cores a model needs and why; say what each rank holds under TP and EP; read how `run.py` "
-           "launches its ranks",
-           "lesson 02; attention heads and mixture-of-experts layers",
-           "[tensor parallelism in PyTorch](https://docs.pytorch.org/tutorials/intermediate/TP_tutorial.html), "
-           "[Trainium best practices](https://awsdocs-neuron.readthedocs-hosted.com/en/latest/training/"
-           "best-practices.html)"),
-    "05": ("read verdicts per release pair; name what blocks the most architectures; compare a model's own config "
-           "with its architecture's; find your own model's answer",
-           "lessons 01 to 03",
-           "[transformers' auto classes](https://huggingface.co/docs/transformers/model_doc/auto)"),
-    "06": ("sweep a release into Parquet files and a card; diff two releases; gate on the expected results; "
-           "contribute a row; share a compile cache",
-           "lessons 01 and 03",
-           "[uploading to the Hub](https://huggingface.co/docs/huggingface_hub/guides/upload), "
-           "[Ray Core](https://docs.ray.io/en/latest/ray-core/walkthrough.html)"),
-}
-FRAME_ROWS = ("You will be able to", "You know", "Read more")
-
-
-def frame_rows(number: str) -> str:
-    """A lesson's three frame rows, as its Prerequisites table shows them."""
-    return "\n".join(f"| {name} | {value} |" for name, value in zip(FRAME_ROWS, FRAMES[number], strict=True))
-
-
-def write_frames(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[Path]:
-    """Put each lesson's frame rows right after its "| Time |" line (replacing the rows it had)."""
-    import re
-
-    import nbformat
-
-    written = []
-    for path in workshop.lesson_paths(notebooks_dir):
-        if path.stem[:2] not in FRAMES:  # the start page
-            continue
-        nb = nbformat.read(path, as_version=4)
-        first = nb.cells[0]
-        kept = "\n".join(line for line in first.source.split("\n")
-                         if not line.startswith(tuple(f"| {name} |" for name in FRAME_ROWS)))
-        rows = frame_rows(path.stem[:2])
-        source = re.sub(r"^(\| Time \|.*)$", lambda m, rows=rows: m.group(1) + "\n" + rows, kept, count=1, flags=re.M)
-        if source != first.source:
-            first.source = source
-            nbformat.write(nb, path)
-            written.append(path)
-    return written
 
 
 def lessons_markdown() -> str:
@@ -201,5 +136,5 @@ def write_pages(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[Path]:
 
 
 if __name__ == "__main__":
-    for written in (*write_pages(), *workshop.write_time_lines(), *write_frames()):
+    for written in (*write_pages(), *workshop.write_time_lines()):
         print(written)

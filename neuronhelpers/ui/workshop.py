@@ -138,19 +138,65 @@ def time_line(number: str, plans: dict[int, list[day.LessonPlan]] | None = None)
             "guide |")
 
 
+# Each lesson's learning objectives, what to know beforehand and where to read more: three rows of its Prerequisites
+# table, written under its time line by ``write_time_lines`` (a test fails when a lesson's rows differ).
+FRAMES = {
+    "01": ("load results from a folder or the Hub; answer \"does this model run?\" with one pandas query and with "
+           "the explorer; say which row and which version pair an answer stands on",
+           "pandas: filtering rows and `value_counts`",
+           "[pandas user guide](https://pandas.pydata.org/docs/user_guide/index.html)"),
+    "02": ("read a `run.py` top-down; run a model and read its verified row; reproduce a row in a terminal and "
+           "change one parameter; say what a warm compile cache saves",
+           "transformers' `from_pretrained` and `generate`; what `torch.compile` does, roughly",
+           "[torch.compile tutorial](https://docs.pytorch.org/tutorials/intermediate/torch_compile_tutorial.html), "
+           "[static cache and torch.compile in transformers](https://huggingface.co/docs/transformers/llm_optims), "
+           "[torch.compile on Neuron](https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/"
+           "index.html)"),
+    "03": ("tell PASS, FAIL, EXCLUDED and UNTESTED apart; decide exact, near-tie or mismatch from the logits; read "
+           "a FAIL's stage, cause and evidence, and say who must fix it",
+           "lesson 02; greedy decoding picks the highest logit at each step",
+           "[generation strategies](https://huggingface.co/docs/transformers/generation_strategies)"),
+    "04": ("say how many cores a model needs and why; say what each rank holds under TP and EP; read how `run.py` "
+           "launches its ranks",
+           "lesson 02; attention heads and mixture-of-experts layers",
+           "[tensor parallelism in PyTorch](https://docs.pytorch.org/tutorials/intermediate/TP_tutorial.html), "
+           "[Trainium best practices](https://awsdocs-neuron.readthedocs-hosted.com/en/latest/training/"
+           "best-practices.html)"),
+    "05": ("read verdicts per release pair; name what blocks the most architectures; compare a model's own config "
+           "with its architecture's; find your own model's answer",
+           "lessons 01 to 03",
+           "[transformers' auto classes](https://huggingface.co/docs/transformers/model_doc/auto)"),
+    "06": ("sweep a release into Parquet files and a card; diff two releases; gate on the expected results; "
+           "contribute a row; share a compile cache",
+           "lessons 01 and 03",
+           "[uploading to the Hub](https://huggingface.co/docs/huggingface_hub/guides/upload), "
+           "[Ray Core](https://docs.ray.io/en/latest/ray-core/walkthrough.html)"),
+}
+FRAME_ROWS = ("You will be able to", "You know", "Read more")
+
+
+def frame_rows(number: str) -> str:
+    """A lesson's three frame rows, as its Prerequisites table shows them."""
+    return "\n".join(f"| {name} | {value} |" for name, value in zip(FRAME_ROWS, FRAMES[number], strict=True))
+
+
 def write_time_lines(notebooks_dir: str | Path = NOTEBOOKS_DIR) -> list[Path]:
-    """Rewrite each lesson's "| Time |" line from the plan (the lessons' own line is never written by hand)."""
+    """Rewrite each lesson's "| Time |" line from the plan, and its frame rows under it (the lessons' own rows are
+    never written by hand)."""
     import nbformat
 
     plans = {m: plan(m, notebooks_dir) for m in DAYS}  # worked out once, from these lessons' own marks
     written = []
     for path in lesson_paths(notebooks_dir):
         number = path.stem[:2]
-        if number == "00":
+        if number not in FRAMES:  # the start page
             continue
         nb = nbformat.read(path, as_version=4)
         first = nb.cells[0]
-        source = re.sub(r"^\| Time \|.*$", time_line(number, plans), first.source, count=1, flags=re.M)
+        kept = "\n".join(line for line in first.source.split("\n")
+                         if not line.startswith(tuple(f"| {name} |" for name in FRAME_ROWS)))
+        rows = time_line(number, plans) + "\n" + frame_rows(number)
+        source = re.sub(r"^\| Time \|.*$", lambda _match, rows=rows: rows, kept, count=1, flags=re.M)
         if source != first.source:
             first.source = source
             nbformat.write(nb, path)
