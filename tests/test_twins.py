@@ -48,6 +48,8 @@ def test_twin_is_cached_and_reused():
     assert (first / "config.json").stat().st_mtime_ns == stamp
     record = json.loads((first / "TWIN.json").read_text())
     weights = record.pop("weights")  # a generating twin records the embeddings chosen for it (twins/weights.py)
+    files = record.pop("files")  # what the build wrote, checked on every use (a damaged twin is built again)
+    assert files["config.json"]["size"] == (first / "config.json").stat().st_size and "TWIN.json" not in files
     assert record == {"twin_of": "llama", "name": "llama", "task": build.TEXT_GENERATION, "seed": 0,
                       "format": build.TWIN_FORMAT}
     assert weights["embedding_std"] is None and weights["distinct_tokens"] >= 8 and weights["perturbation_changes"]

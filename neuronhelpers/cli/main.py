@@ -10,7 +10,7 @@ import sys
 
 from neuronhelpers.cli import commands_data, commands_run
 from neuronhelpers.core import vocab
-from neuronhelpers.core.errors import UserError, first_line
+from neuronhelpers.core.errors import Stopped, UserError, first_line
 from neuronhelpers.core.settings import DEFAULT_DATASET, DEFAULT_TIMEOUT_S
 
 TIMEOUT_HELP = f"seconds before a model's run is stopped (default {DEFAULT_TIMEOUT_S:g})"
@@ -280,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"neuronhelpers: error: {err}", file=sys.stderr)
         return 2
+    except Stopped as stop:  # not any model's: every row written stays, and the same command resumes
+        print(f"neuronhelpers: stopped: {stop}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("neuronhelpers: interrupted", file=sys.stderr)
         return 130

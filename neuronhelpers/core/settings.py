@@ -30,6 +30,7 @@ RESULTS_ENV = "NEURONHELPERS_RESULTS"
 SHELF_ENV = "NEURONHELPERS_SHELF"
 EAGER_MAX_ENV = "NEURONHELPERS_EAGER_MAX_PARAMETERS"
 DEVICE_DIR_ENV = "NEURONHELPERS_DEVICE_DIR"
+INTEGRITY_ENV = "NEURONHELPERS_INTEGRITY_CHECKS"
 
 VARIABLES = {v.name: v for v in (
     Variable(HOME_ENV, "~/.cache/neuronhelpers",
@@ -52,6 +53,8 @@ VARIABLES = {v.name: v for v in (
              "speed-up; after a failure, whether the device runs it eagerly); 0 turns the eager runs off (default: the "
              "protocol's bound, core/protocol.py EAGER_MAX_PARAMETERS)"),
     Variable(FORK_SERVER_ENV, "1", "0 turns the pre-imported fork server off: every run starts a fresh Python"),
+    Variable(INTEGRITY_ENV, "1", "0 turns off the checks of a model's files and of the package's own caches "
+             "(core/integrity.py): only to measure what they cost on a warm sweep"),
     Variable(JUDGE_MODEL_ENV, "HuggingFaceTB/SmolLM2-135M-Instruct",
              "the causal LM that judges the text of sharded runs"),
     Variable(HUB_UNREACHABLE_ENV, None, "set by the package when the Hub probe failed and offline mode was "
@@ -130,6 +133,10 @@ def neuron_cores() -> int | None:
 
 def fork_server_enabled() -> bool:
     return value(FORK_SERVER_ENV) != "0"
+
+
+def integrity_checks_enabled() -> bool:
+    return value(INTEGRITY_ENV) != "0"
 
 
 def chosen_judge_model() -> str | None:

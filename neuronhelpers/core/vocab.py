@@ -74,6 +74,7 @@ NO_TWIN_WRITTEN = "not a priority yet: no tiny twin was written for it"
 UNTESTED_TWIN = "twin"
 UNTESTED_DEPENDENCY = "dependency"
 UNTESTED_INFRASTRUCTURE = "infrastructure"
+UNTESTED_INPUT = "input"
 UNTESTED_STAGES = {
     UNTESTED_TWIN: "No tiny twin of the architecture could be built and run eagerly here (its config cannot be shrunk, "
     "its processor cannot be built offline, it is not a text model despite the mapping, ...). One rule for the three "
@@ -83,9 +84,22 @@ UNTESTED_STAGES = {
     UNTESTED_DEPENDENCY: "The model needs a package that is not installed where the test ran (the error names it); "
     "install it and run again.",
     UNTESTED_INFRASTRUCTURE: "The machines running the test failed it: a worker node or process died repeatedly, or "
-    "no node of the cluster has the cores its plan needs; the model itself never reported a result, and the next "
+    "no node of the cluster has the cores its plan needs, or a process was killed from outside without the kernel "
+    "recording an out-of-memory kill (after one retry); the model itself never reported a result, and the next "
     "sweep runs it again.",
+    UNTESTED_INPUT: "A file of the model was damaged before it ran: cut short, unparseable, or a size or name that "
+    "contradicts its own header or index (`error` names the file). Files that are whole but describe a model that "
+    "does not load are a FAIL at load instead. Download or save the file again; the next sweep runs it again.",
 }
+# An attempt, not a verdict: an UNTESTED row of these stages never hides an older PASS or FAIL of the same model and
+# version pair (store/dataset.newest_per_model shows it beside the verdict as its last attempt), and a sweep runs the
+# model again without being asked to.
+ATTEMPT_STAGES = (UNTESTED_INFRASTRUCTURE, UNTESTED_INPUT)
+
+
+def is_attempt(result, stage) -> bool:
+    """Is a row an attempt that reached no verdict for a reason of the machine or of the files (ATTEMPT_STAGES)?"""
+    return result == UNTESTED and stage in ATTEMPT_STAGES
 
 # Verification: how a PASS was established.
 EXACT = "exact"

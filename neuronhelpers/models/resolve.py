@@ -15,6 +15,7 @@ from pathlib import Path
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.integrity import check_checkpoint, read_json
 from neuronhelpers.core.network import hub_reachable
 from neuronhelpers.core.vocab import (
     FEATURE_EXTRACTION,
@@ -188,16 +189,11 @@ def library_of_folder(folder: Path) -> str:
     return vocab.TRANSFORMERS
 
 
-def _read_json(model: str, path: Path) -> dict | list:
-    try:
-        return json.loads(path.read_text())
-    except ValueError as exc:
-        raise UserError(f"'{model}': {path.name} is not valid JSON ({exc}); re-download or re-save "
-                        "the checkpoint") from None
-
-
 def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str,
              path: str | None = None) -> ModelRef:
+    """What a local folder holds, checked before anything runs: its files whole (core.integrity: a file cut short or
+    unparseable raises DamagedFile, which a sweep records as UNTESTED (input)), then what it is."""
+    check_checkpoint(folder)
     library = library_of_folder(folder)
     if library == vocab.DIFFUSERS:
         return _checked_pipeline(model, folder, task, trust_remote_code, model_id=model_id, path=path)
@@ -207,11 +203,7 @@ def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool
     if not config_file.is_file():
         raise UserError(f"'{model}' has no config.json: point at a transformers checkpoint folder "
                         "(save_pretrained output)")
-    try:
-        config = json.loads(config_file.read_text())
-    except ValueError as exc:
-        raise UserError(f"'{model}': config.json is not valid JSON ({exc}); re-download or re-save "
-                        "the checkpoint") from None
+    config = read_json(config_file)
     model_type = config.get("model_type")
     _check_remote_code(model, config, trust_remote_code)
     task = task or task_for_model_type(model_type, config.get("architectures"))
@@ -231,7 +223,7 @@ def _checked(model: str, folder: Path, task: str | None, trust_remote_code: bool
 def _checked_sentence_transformer(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str,
                                   path: str | None) -> ModelRef:
     """A sentence-transformers folder: modules.json, and a first module holding a transformers config and tokenizer."""
-    modules = _read_json(model, folder / "modules.json")
+    modules = read_json(folder / "modules.json")
     if not isinstance(modules, list) or not modules:
         raise UserError(f"'{model}': modules.json lists no modules; re-save the model with SentenceTransformer.save")
     custom = [m.get("type", "") for m in modules if not str(m.get("type", "")).startswith("sentence_transformers.")]
@@ -242,7 +234,7 @@ def _checked_sentence_transformer(model: str, folder: Path, task: str | None, tr
     if not (first / "config.json").is_file():
         raise UserError(f"'{model}': its first module ({modules[0].get('type')}) has no transformers config.json: "
                         "only models built on a Transformer module are tested")
-    config = _read_json(model, first / "config.json")
+    config = read_json(first / "config.json")
     _check_remote_code(model, config, trust_remote_code)
     if not any((first / name).is_file() for name in _TOKENIZER_FILES):
         raise UserError(f"'{model}' has no tokenizer (none of {', '.join(_TOKENIZER_FILES)}) beside its "
@@ -254,7 +246,7 @@ def _checked_sentence_transformer(model: str, folder: Path, task: str | None, tr
 def _checked_pipeline(model: str, folder: Path, task: str | None, trust_remote_code: bool, *, model_id: str,
                       path: str | None) -> ModelRef:
     """A diffusers pipeline folder: model_index.json naming a diffusers pipeline class, a denoiser and a tokenizer."""
-    index = _read_json(model, folder / "model_index.json")
+    index = read_json(folder / "model_index.json")
     pipeline = index.get("_class_name") if isinstance(index, dict) else None
     if not isinstance(pipeline, str) and not trust_remote_code:
         raise UserError(f"'{model}' needs trust_remote_code: its pipeline class {pipeline} lives in the "

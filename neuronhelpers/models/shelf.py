@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neuronhelpers.core import settings
-from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.errors import UserError, first_line, say
+from neuronhelpers.core.integrity import DamagedFile, file_manifest, manifest_mismatch
 from neuronhelpers.core.vocab import FEATURE_EXTRACTION, TEXT_GENERATION
 
 PROVENANCE = settings.SHELF_PROVENANCE
@@ -90,16 +91,43 @@ def provenance(entry: ShelfEntry) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def shelved(hub_id: str) -> tuple[Path, dict] | None:
-    """The ready shelf folder of a Hub id and its provenance, or None (not a shelf model, or not installed)."""
+def damage(entry: ShelfEntry, record: dict | None = None) -> str | None:
+    """How the installed copy differs from what its install wrote (PROVENANCE.json's files: names, sizes, sha256), in
+    words; None when it matches. A file whose size and time are as installed is not read again (a copy is hundreds of
+    MB); a file touched since is hashed."""
+    record = record if record is not None else provenance(entry)
+    return manifest_mismatch(folder_of(entry), (record or {}).get("files"), rehash=False)
+
+
+def shelved(hub_id: str, *, heal: bool = True) -> tuple[Path, dict] | None:
+    """The ready shelf folder of a Hub id and its provenance, or None (not a shelf model, or not installed).
+
+    A copy that no longer matches what was installed is installed again (``heal``: from the wheels the shelf keeps,
+    offline), saying so in one line; where that cannot be done, DamagedFile names the file (a sweep records the model
+    UNTESTED (input)). Without ``heal`` a damaged copy is None (read-only uses: a config looked up)."""
     entry = BY_ID.get(hub_id)
     record = provenance(entry) if entry is not None else None
-    return (folder_of(entry), record) if record is not None else None
+    if record is None:
+        return None
+    problem = damage(entry, record)
+    if problem is None:
+        return folder_of(entry), record
+    if not heal:
+        return None
+    say(f"{hub_id}: the shelf copy in {folder_of(entry)} does not match what was installed ({problem}): installing "
+        "it again")
+    try:
+        _install_one(entry)
+    except (UserError, OSError) as exc:
+        raise DamagedFile(folder_of(entry), f"the shelf copy of {hub_id} is damaged ({problem}) and could not be "
+                          f"installed again ({first_line(exc)}): `neuronhelpers checkpoints --install --force`",
+                          "damaged on the shelf") from None
+    return folder_of(entry), provenance(entry)
 
 
 def shelf_folder(hub_id: str) -> Path | None:
-    """The ready shelf folder of a Hub id, or None."""
-    found = shelved(hub_id)
+    """The ready shelf folder of a Hub id, or None (not installed, or damaged: nothing is installed from here)."""
+    found = shelved(hub_id, heal=False)
     return found[0] if found else None
 
 
@@ -131,7 +159,7 @@ def install(hub_ids: list[str] | None = None, *, force: bool = False, progress: 
     done = []
     for entry in tqdm(entries, desc="checkpoints", unit="model", disable=not progress):
         start = time.monotonic()
-        fresh = force or provenance(entry) is None
+        fresh = force or provenance(entry) is None or damage(entry) is not None
         if fresh:
             _install_one(entry)
         done.append({"hub_id": entry.hub_id, "folder": str(folder_of(entry)), "installed": fresh,
@@ -153,7 +181,8 @@ def _install_one(entry: ShelfEntry) -> None:
         else:
             safe_extract(payload, out)
             _lift_single_folder(out)
-        (out / PROVENANCE).write_text(json.dumps(_provenance_record(entry), indent=1))
+        record = {**_provenance_record(entry), "files": file_manifest(out)}  # what was installed, file by file
+        (out / PROVENANCE).write_text(json.dumps(record, indent=1))
         if dest.exists():
             shutil.rmtree(dest)
         out.rename(dest)

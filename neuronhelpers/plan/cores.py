@@ -12,17 +12,16 @@ Taught in notebook 04.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuronhelpers.core import settings, vocab
 from neuronhelpers.core.backends import Backend, GiB
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.integrity import parameter_count, read_json, safetensors_header
 
 CORE_COUNTS = (1, 2, 4, 8, 16)
 MAX_CORES = CORE_COUNTS[-1]
@@ -107,17 +106,7 @@ def estimate_parameters(config) -> int:
 def safetensors_parameters(folder: str | Path) -> int | None:
     """Parameter count from the safetensors headers of a local checkpoint (reads headers only)."""
     files = sorted(Path(folder).glob("*.safetensors"))
-    if not files:
-        return None
-    total = 0
-    for path in files:
-        with open(path, "rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(8))
-            header = json.loads(handle.read(length))
-        for name, info in header.items():
-            if name != "__metadata__":
-                total += math.prod(info["shape"]) if info["shape"] else 1
-    return total
+    return _safetensors_headers(files) if files else None
 
 
 _SAFETENSORS_NAME = re.compile(r"^(?P<base>[^.]+?)(?:\.(?P<variant>[A-Za-z0-9_]+))?(?:-\d{5}-of-\d{5})?\.safetensors$")
@@ -137,14 +126,9 @@ def one_variant(names: list[str]) -> list[str]:
 
 
 def _safetensors_headers(paths: list[Path]) -> int:
-    total = 0
-    for path in paths:
-        with open(path, "rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(8))
-            header = json.loads(handle.read(length))
-        total += sum(math.prod(info["shape"]) if info["shape"] else 1
-                     for name, info in header.items() if name != "__metadata__")
-    return total
+    """The parameters the files' headers hold, each header read (and checked against its file) by core.integrity: a
+    file cut short is named (DamagedFile), never a JSONDecodeError from deep in planning."""
+    return sum(parameter_count(safetensors_header(path)) for path in paths)
 
 
 def component_folders(folder: str | Path) -> list[str] | None:
@@ -153,11 +137,11 @@ def component_folders(folder: str | Path) -> list[str] | None:
     transformers checkpoint."""
     folder = Path(folder)
     if (folder / "model_index.json").is_file():
-        index = json.loads((folder / "model_index.json").read_text())
+        index = read_json(folder / "model_index.json")
         return sorted(name for name, value in index.items() if not name.startswith("_") and isinstance(value, list)
                       and len(value) == 2 and value[0])
     if (folder / "modules.json").is_file():
-        return sorted({module.get("path") or "" for module in json.loads((folder / "modules.json").read_text())})
+        return sorted({module.get("path") or "" for module in read_json(folder / "modules.json")})
     return None
 
 

@@ -31,6 +31,7 @@ class ProcessOutcome:
     stderr: str
     payload: dict | None = field(default=None)
     launcher: str = "spawn"  # "fork": forked from the pre-imported fork server
+    oom_kills: int | None = None  # out-of-memory kills the kernel recorded while it ran (None: no counter here)
 
     @property
     def signal_name(self) -> str | None:
@@ -40,6 +41,15 @@ class ProcessOutcome:
             except ValueError:
                 return f"signal {-self.returncode}"
         return None
+
+
+KILLED_FROM_OUTSIDE = "killed (SIGKILL) from outside, with no out-of-memory kill recorded"
+
+
+def killed_from_outside(outcome: ProcessOutcome) -> bool:
+    """A SIGKILL that neither our timeout nor the kernel's out-of-memory killer sent (``oom_kills`` did not rise): a
+    person, a node agent, a scheduler. Not the model's: the harness runs it once more, then records UNTESTED."""
+    return outcome.signal_name == "SIGKILL" and not outcome.timed_out and not outcome.oom_kills
 
 
 def last_json_line(stdout: str) -> dict | None:
@@ -54,6 +64,31 @@ def last_json_line(stdout: str) -> dict | None:
             if isinstance(value, dict) and "ok" in value:
                 return value
     return None
+
+
+# Where the kernel counts the processes it killed for memory: this cgroup's (v2, then v1), else the whole machine's.
+_OOM_COUNTERS = (("/sys/fs/cgroup/memory.events", "oom_kill"), ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
+                 ("/proc/vmstat", "oom_kill"))
+
+
+def oom_kill_count() -> int | None:
+    """The kernel's count of out-of-memory kills (the first counter found of _OOM_COUNTERS), or None where none is
+    readable: a SIGKILL is put on memory only when this count rose while the run ran (verdict/classify.py)."""
+    for path, name in _OOM_COUNTERS:
+        try:
+            with open(path) as handle:
+                for line in handle:
+                    key, _, value = line.partition(" ")
+                    if key == name:
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _oom_kills_since(before: int | None) -> int | None:
+    after = oom_kill_count()
+    return None if before is None or after is None else after - before
 
 
 def _kill_group(pgid: int) -> None:
@@ -78,9 +113,12 @@ def execute(script: str | None, args: list[str] = (), *, timeout: float, env: di
     full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
     argv = ["-m", module] if module else [script]
     server = shared_fork_server() if fork and python is None else None
+    oom_before = oom_kill_count()
     if server is not None and server.accepts(full_env):
         try:
-            return _execute_forked(server, [*argv, *args], timeout, full_env, cwd, memory_limit_bytes, cpus)
+            outcome = _execute_forked(server, [*argv, *args], timeout, full_env, cwd, memory_limit_bytes, cpus)
+            outcome.oom_kills = _oom_kills_since(oom_before)
+            return outcome
         except RuntimeError:  # the fork server died: this run, and the next, start fresh processes
             reset_fork_server()
 
@@ -116,7 +154,8 @@ def execute(script: str | None, args: list[str] = (), *, timeout: float, env: di
     finally:
         _kill_group(proc.pid)  # children the run left behind (e.g. compile workers)
     wall = time.perf_counter() - start
-    return ProcessOutcome(proc.returncode, timed_out, wall, stdout, stderr, last_json_line(stdout), launcher="spawn")
+    return ProcessOutcome(proc.returncode, timed_out, wall, stdout, stderr, last_json_line(stdout), launcher="spawn",
+                          oom_kills=_oom_kills_since(oom_before))
 
 
 def _execute_forked(server, argv: list[str], timeout: float, env: dict, cwd: str | None,

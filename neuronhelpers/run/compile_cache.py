@@ -71,6 +71,46 @@ def cache_env(backend: Backend) -> dict[str, str]:
 NEURON_ONLY = "the public bucket holds Neuron (neuronx-cc) caches only"
 
 
+# ------------------------------------------------------------------------------------------------
+# A damaged entry: a run that failed reading a file of the cache (inductor: "Failed to import .../<key>.py"; on
+# Trainium a NEFF that does not load) names it. The entry is set aside, never deleted (kept for a bug report), and the
+# run compiles again: a damaged cache is never the model's FAIL.
+# ------------------------------------------------------------------------------------------------
+
+SET_ASIDE_SUFFIX = ".set-aside"
+
+
+def named_entries(text: str, backend: Backend) -> list[Path]:
+    """The files of this backend's compile cache that a failed run's error or traceback names (existing ones)."""
+    roots = {str(cache_dir(backend)), str(cache_dir(backend).resolve())}  # as the run printed it, or resolved
+    found = [p.rstrip(".") for root in roots for p in re.findall(re.escape(root) + r"/[^\s'\"():,]+", text or "")]
+    return sorted({Path(p) for p in found if Path(p).is_file()})
+
+
+def unparseable_entries(backend: Backend) -> list[Path]:
+    """The cache's Python entries (inductor's generated kernels) that no longer parse: looked for once one entry was
+    found damaged, since what cut one short (a full disk, a killed writer) often cut its neighbours too."""
+    found = []
+    for path in Path(cache_dir(backend)).rglob("*.py"):
+        try:
+            compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, OSError):
+            found.append(path)
+    return sorted(found)
+
+
+def set_aside(entries: list[Path], backend: Backend) -> Path:
+    """Move cache entries out of the cache, beside it (``<cache>.set-aside/<same relative path>``); returns that
+    folder. The next run compiles what they held again."""
+    root = cache_dir(backend).resolve()
+    aside = root.with_name(root.name + SET_ASIDE_SUFFIX)
+    for entry in entries:
+        target = aside / entry.resolve().relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(entry, target)
+    return aside
+
+
 def sync_command(compiler: str, compiler_version: str | None, *, bucket: str = DEFAULT_BUCKET) -> str | None:
     """The shell command that syncs the public bucket's prebuilt cache of one neuronx-cc version into the folder
     torch-neuronx reads (shown per model); None for any other compiler: the public bucket holds Neuron caches only."""

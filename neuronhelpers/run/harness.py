@@ -15,6 +15,8 @@ from pathlib import Path
 
 from neuronhelpers.core import versions, vocab
 from neuronhelpers.core.backends import Backend, get_backend
+from neuronhelpers.core.errors import say
+from neuronhelpers.core.integrity import DamagedFile
 from neuronhelpers.core.network import offline_env
 from neuronhelpers.core.processes import parse_visible_cores
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S, REFERENCE_TIMEOUT_S, home
@@ -22,9 +24,9 @@ from neuronhelpers.core.topology import neuron_topology
 from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS, UNTESTED
 from neuronhelpers.models.resolve import TWIN_WEIGHTS, ModelRef, resolve_model
 from neuronhelpers.plan.cores import Plan, host_reference_budget, plan_model
-from neuronhelpers.process.tree import ProcessOutcome, execute
+from neuronhelpers.process.tree import KILLED_FROM_OUTSIDE, ProcessOutcome, execute, killed_from_outside
 from neuronhelpers.recipes import render
-from neuronhelpers.run.compile_cache import cache_env, cache_files
+from neuronhelpers.run.compile_cache import cache_env, cache_files, named_entries, set_aside, unparseable_entries
 from neuronhelpers.run.judge import make_judge
 from neuronhelpers.run.measure import eager_not_tried
 from neuronhelpers.run.reference import cached_reference, reference_key, store_reference
@@ -121,6 +123,11 @@ def prepare_run(model: str | ModelRef, *, backend: str | Backend | None = None, 
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     try:
         return plan_run(model, backend=be, dtype=dtype, trust_remote_code=trust_remote_code, cores=cores)
+    except DamagedFile as exc:  # a file damaged before the model ran: UNTESTED (input), naming the file
+        model_id, weights = named_model(model)
+        return untested_row(model_id, be, stage=vocab.UNTESTED_INPUT, cause=exc.cause, weights=weights,
+                            error=f"{exc} ({exc.path}): download or save that file again; the next sweep runs "
+                                  "the model again")
     except build.TwinUnavailable as exc:
         library = vocab.LIBRARY_FOR_TASK.get(exc.spec.task, vocab.TRANSFORMERS)
         own = own_of(exc.spec) or {}  # a model twin's: whose config it was built from
@@ -133,6 +140,15 @@ def prepare_run(model: str | ModelRef, *, backend: str | Backend | None = None, 
         return untested_row(exc.spec.model_id, be, stage=exc.stage, error=str(exc), cause=exc.cause, task=exc.spec.task,
                             model_type=exc.spec.model_type, twin_of=exc.spec.model_type, weights=TWIN_WEIGHTS,
                             library=library, **columns)
+
+
+def named_model(model: str | ModelRef) -> tuple[str, str | None]:
+    """(model_id, weights) a row names a model by before it could be resolved: a folder by its absolute path."""
+    if isinstance(model, ModelRef):
+        return model.model_id, model.weights
+    if os.path.isdir(model):
+        return str(Path(model).resolve()), vocab.WEIGHTS_FOLDER
+    return model, None
 
 
 def run_model(model: str | ModelRef | PlannedRun, *, backend: str | Backend | None = None, dtype: str | None = None,
@@ -184,7 +200,7 @@ class _Checks:
 def _verified_row(planned: PlannedRun, run: _RunFolder, checks: _Checks) -> dict:
     """The device run, then its check: against the CPU reference, by a judge, or (failed) with the eager run beside."""
     cached_before = cache_files(planned.backend)
-    device = run.measured(checks)
+    device = _device_outcome(planned, run, checks)
     _save_logs(run.folder, "device", device)
     row = _device_row(planned, run, device)
     if not (device.payload and device.payload.get("ok")):
@@ -208,6 +224,35 @@ def _verified_row(planned: PlannedRun, run: _RunFolder, checks: _Checks) -> dict
     if row["result"] == FAIL and row["stage"] == vocab.STAGE_MISMATCH and row.get("tokens") is not None:
         row.update(static_cache_blame(row, _static_cache_tokens_on_cpu(planned, run, row, checks)))
     return row
+
+
+HEALING_TRIES = 2  # runs again after a kill from outside or a damaged compile-cache entry, at most
+
+
+def _device_outcome(planned: PlannedRun, run: _RunFolder, checks: _Checks) -> ProcessOutcome:
+    """The device run, run again where what failed it was not the model: a SIGKILL no timeout or out-of-memory kill
+    explains (once), or a compile-cache entry it could not read (set aside, then compiled again). Each says so in
+    one line."""
+    device = run.measured(checks)
+    killed = False
+    for _ in range(HEALING_TRIES):
+        if device.payload and device.payload.get("ok"):
+            break
+        entries = named_entries(f"{(device.payload or {}).get('traceback') or ''}\n{device.stderr}", planned.backend)
+        if entries:
+            entries = sorted({*entries, *unparseable_entries(planned.backend)})
+            aside = set_aside(entries, planned.backend)
+            more = f" and {len(entries) - 3} more" if len(entries) > 3 else ""
+            names = ", ".join(e.name for e in entries[:3]) + more
+            say(f"{planned.ref.model_id}: the compile cache's {names} could not be read: set aside in {aside}; "
+                "compiling again")
+        elif killed_from_outside(device) and not killed:
+            killed = True
+            say(f"{planned.ref.model_id}: the run was {KILLED_FROM_OUTSIDE}; running it once more")
+        else:
+            break
+        device = run.measured(checks)
+    return device
 
 
 def static_cache_blame(row: dict, cpu_static_tokens: list | None) -> dict:

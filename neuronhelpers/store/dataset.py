@@ -25,6 +25,7 @@ from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError, first_line
 from neuronhelpers.core.versions import NEURON_COMPILER
 from neuronhelpers.store import published, schema
+from neuronhelpers.store.attempts import LAST_ATTEMPT, PAIR_COLUMNS, verdicts_before_attempts  # noqa: F401 - read as dataset.X
 from neuronhelpers.store.files import (  # noqa: F401 - the file-level helpers, read as dataset.X too
     list_parquet,
     parquet_files,
@@ -99,10 +100,13 @@ def append_rows(folder, rows: list[dict]) -> list[str]:
             fresh = schema.rows_to_table(new)
             if path.exists():
                 original, old = _readable(path)
-                keys = [schema.resume_key(r) for r in new]
+                keys = [(schema.resume_key(r), vocab.is_attempt(r["result"], r.get("stage"))) for r in new]
                 old_keys = [schema.resume_key(dict(zip(schema.RESUME_KEY, v, strict=True)))
                             for v in zip(*(old.column(k).to_pylist() for k in schema.RESUME_KEY), strict=True)]
-                mask = [not any(schema.replaces(key, v) for key in keys) for v in old_keys]
+                verdicts = [r in (vocab.PASS, vocab.FAIL) for r in old.column("result").to_pylist()]
+                # an attempt (a fault of the machine or of the files) never replaces a verdict: it is kept beside it
+                mask = [not any(schema.replaces(key, v) and not (attempt and verdict) for key, attempt in keys)
+                        for v, verdict in zip(old_keys, verdicts, strict=True)]
                 fresh = pa.concat_tables([old.filter(pa.array(mask, type=pa.bool_())), fresh],
                                          promote_options="permissive")
                 fresh = with_metadata_of(fresh, original)
@@ -347,8 +351,14 @@ def recorded_keys(folder, where: Callable[[dict], bool] | None = None) -> set[tu
         df = load_results(folder, validate=False)
     if df.empty:
         return set()
+    attempts = _keys(df[[vocab.is_attempt(r, s) for r, s in zip(df["result"], df["stage"], strict=True)]])
     if where is not None:  # whole rows only where asked: the plain resume path reads the key columns alone
         df = df[[bool(where(row)) for row in row_records(df)]]
+    # a model whose last attempt was a fault of the machine or of its files is not recorded: the next sweep runs it
+    return _keys(df) - attempts
+
+
+def _keys(df) -> set[tuple]:
     columns = df[list(schema.RESUME_KEY)].astype(object)
     return {schema.resume_key(dict(zip(schema.RESUME_KEY, values, strict=True)))
             for values in columns.values.tolist()}
@@ -356,9 +366,16 @@ def recorded_keys(folder, where: Callable[[dict], bool] | None = None) -> set[tu
 
 def newest_per_model(df, key: str | list[str] = "model_id"):
     """Each model's newest row (by ``timestamp``; rows without one count as oldest, and among equals the later row
-    in the frame wins). The one rule every view, plot and diff uses. ``key`` may add columns (e.g. the task)."""
+    in the frame wins). The one rule every view, plot and diff uses. ``key`` may add columns (e.g. the task).
+
+    A verdict is never hidden by a fault: within one version pair, a newer UNTESTED row of an attempt stage
+    (``vocab.ATTEMPT_STAGES``: infrastructure, input) gives way to the model's older PASS or FAIL, which comes back
+    with ``last_attempt`` saying when and why the newer attempt reached no verdict ("infrastructure, 2026-12-06: ...");
+    a newer verdict still replaces an older one. Rows without result and stage columns take the newest alone."""
     if "timestamp" in df:
         df = df.sort_values("timestamp", na_position="first", kind="stable")
+    if {"result", "stage"} <= set(df.columns) and len(df):
+        df = verdicts_before_attempts(df, [key] if isinstance(key, str) else list(key))
     return df.drop_duplicates(key, keep="last")
 
 

@@ -18,16 +18,18 @@ import pandas as pd
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.vocab import FAIL, PASS, UNTESTED
-from neuronhelpers.store.dataset import newest_per_model, pair_rows, version_pairs
+from neuronhelpers.store.dataset import LAST_ATTEMPT, newest_per_model, pair_rows, version_pairs
 from neuronhelpers.store.schema import weights_kinds
 
 # Kinds of change, in the order they are listed. A row that became (or stopped being) UNTESTED is not a
 # regression or an improvement of the model: the verdict was lost or reached.
-CHANGE_ORDER = ["regressed", "improved", "new cause", "verdict lost", "verdict reached", "new", "dropped",
+LOST_TO_A_FAULT = "verdict lost to a fault"  # a newer attempt (infrastructure, input) reached no verdict
+CHANGE_ORDER = ["regressed", "improved", "new cause", LOST_TO_A_FAULT, "verdict lost", "verdict reached", "new",
+                "dropped",
                 "lower evidence", "new graph break", "new fallback op", "speed-up fell", "slower", "faster",
                 "more memory", "less memory"]
 # The kinds that are a change of verdict (the rest: evidence, time, memory, rows added or dropped).
-VERDICT_CHANGES = ["regressed", "improved", "new cause", "verdict lost", "verdict reached"]
+VERDICT_CHANGES = ["regressed", "improved", "new cause", LOST_TO_A_FAULT, "verdict lost", "verdict reached"]
 # A speed-up (compiled over eager, one process) that fell by more than this share is reported (`speed-up fell`).
 SPEEDUP_MARGIN = 0.25
 
@@ -82,6 +84,14 @@ def diff_results(old: pd.DataFrame, new: pd.DataFrame, *, time_threshold: float 
         base = {"model_id": model, "weights": kind, "old_result": ra["result"], "new_result": rb["result"],
                 "old_cause": ra.get("cause")}
         verdicts = (PASS, FAIL)
+        if ra["result"] in verdicts and (_present(rb.get(LAST_ATTEMPT)) or vocab.is_attempt(rb["result"],
+                                                                                         rb["stage"])):
+            # the verdict was kept (or, with none in this pair, is missing) because an attempt reached none: the
+            # machine or the files failed, not the model; the gate fails on it until that model is run again
+            out.append({**base, "change": LOST_TO_A_FAULT, "new_stage": rb["stage"],
+                        "new_error": rb.get(LAST_ATTEMPT) if _present(rb.get(LAST_ATTEMPT)) else rb["error"],
+                        "new_cause": rb.get("cause")})
+            continue
         if ra["result"] in verdicts and rb["result"] == UNTESTED:
             out.append({**base, "change": "verdict lost", "new_stage": rb["stage"], "new_error": rb["error"],
                         "new_cause": rb.get("cause")})
@@ -263,6 +273,10 @@ def check_expected(expected: pd.DataFrame, actual: pd.DataFrame, *,
                 problems.append(f"{model}: expected {want}, not in the results")
             continue
         got = latest.loc[model]
+        if _present(got.get(LAST_ATTEMPT)):
+            problems.append(f"{model}: {LOST_TO_A_FAULT.upper()}: its {got['result']} stands, but its last attempt "
+                            f"reached no verdict ({got[LAST_ATTEMPT]}): run it again")
+            continue
         want_stage, got_stage = _text(getattr(row, "stage", None)), _text(got["stage"])
         if got["result"] != want:
             if want == PASS:

@@ -282,6 +282,8 @@ class _Driver:
 
     def run(self, models: list[str]) -> None:
         for model in models:  # planned here, submitted at once: the cluster starts while the rest is planned
+            if self.log.stopped is not None:
+                break
             planned = plan_for_sweep(model, self.be, self.log)
             if isinstance(planned, dict) or (planned is not None and planned.plan.excluded):
                 self.log.end(model, run_one(planned))  # nothing to run (UNTESTED here, or EXCLUDED): recorded here
@@ -292,6 +294,9 @@ class _Driver:
         grace = self.scheduling.infeasible_grace_s
         last_check = time.monotonic()
         while self.pending:
+            if self.log.stopped is not None:  # a fault of ours or of the machines: the runs in flight are cancelled
+                self.cancel_pending()
+                return
             self.harvest(self.scheduling.poll_s)
             if time.monotonic() - last_check >= min(5.0, grace):
                 last_check = time.monotonic()
@@ -347,7 +352,8 @@ class _Driver:
                 self.log.say(f"skipped {task.model} on its node: {cause or exc}")
                 self.log.end(task.model, skipped=True)
                 return
-            raise
+            self.log.fault_of_ours(task.model, "running (on its node)", cause if isinstance(cause, Exception) else exc)
+            return
         except exceptions.TaskCancelledError:
             return
         except exceptions.RayError as exc:  # the node or the worker died, the result was lost, ...
@@ -435,6 +441,7 @@ def sweep_on_ray(models: list[str], out: str | Path, *, address: str = "auto", b
             log.close()
         if disconnect is not None:
             disconnect()
+    log.raise_if_stopped()
     return log.rows
 
 

@@ -20,15 +20,16 @@ from pathlib import Path
 
 from neuronhelpers.core import settings, versions
 from neuronhelpers.core.backends import Backend, get_backend
-from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.errors import HarnessFault, Stopped, UserError, first_line, harness_fault_of, machine_fault
 from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S
 from neuronhelpers.core.topology import neuron_topology
-from neuronhelpers.core.vocab import EXCLUDED, LIBRARY_FOR_TASK, PASS
+from neuronhelpers.core.vocab import EXCLUDED, LIBRARY_FOR_TASK, PASS, UNTESTED, UNTESTED_INFRASTRUCTURE
 from neuronhelpers.models.selected import SELECTED
 from neuronhelpers.run.harness import PlannedRun, prepare_run, run_model
 from neuronhelpers.store import dataset, publish, schema
 
 STALE = "stale"  # sweep(rerun=STALE): run again only the rows today's recipe and measuring would not make
+SAME_FAULT_STOPS = 3  # this many completed models in a row with the same infrastructure cause stop a sweep
 
 
 def excluded_rows(backend: Backend) -> list[dict]:
@@ -107,6 +108,35 @@ class SweepLog:
         self.counts = {"passed": 0, "finished": 0, "recorded": 0, "skipped": 0}
         self.extra: dict[str, int] = {}  # further counters shown on the bar (the Ray sweep's retries)
         self.bar = _progress(total, progress, be, desc)
+        self.stopped: Stopped | None = None  # why the sweep stopped early (no model starts after it is set)
+        self._same_fault: list[str] = []  # the infrastructure causes of the last completed models, in a row
+
+    def stop(self, reason: Stopped) -> None:
+        """Stop the sweep for a reason that is not any model's: no model starts after this, runs in flight finish,
+        and ``raise_if_stopped`` raises it once they have."""
+        with self.lock:
+            if self.stopped is None:
+                self.stopped = reason
+                self.say(f"stopping: {reason}")
+
+    def raise_if_stopped(self) -> None:
+        if self.stopped is not None:
+            raise self.stopped
+
+    def fault_of_ours(self, model: str, step: str, exc: BaseException) -> None:
+        """An exception of this process while ``step`` of ``model`` ran (our code, never the model's run, which is a
+        child's): a stop, with one line that names the model, the step and what was raised."""
+        if isinstance(exc, Stopped):
+            self.stop(exc)
+            return
+        disk = machine_fault(str(exc))
+        if disk:
+            self.stop(Stopped(f"{disk} while {step} {model}: free space (or raise the limit) and run the same "
+                              "command again: it resumes"))
+            return
+        fault = harness_fault_of(exc) or f"{first_line(exc, name=True)} (a fault of ours, not the model's)"
+        self.stop(HarnessFault(f"a fault of neuronhelpers' own code while {step} {model}: {fault}; nothing was "
+                               "recorded for it: fix the code (or reinstall) and run the same command again"))
 
     def is_recorded(self, planned: PlannedRun | dict) -> bool:
         key = schema.resume_key(planned) if isinstance(planned, dict) else planned.resume_key()
@@ -137,7 +167,8 @@ class SweepLog:
         """A model is done: its row is appended now (one writer, atomic), or it was recorded already, or skipped."""
         with self.lock:
             if row is not None:
-                dataset.append_rows(self.out, [row])
+                if not self._appended(model, row):
+                    return
                 self.rows.append(row)
                 self.counts["finished"] += 1
                 self.counts["passed"] += row["result"] == PASS
@@ -147,6 +178,30 @@ class SweepLog:
             self.show()
             if self.bar is not None:
                 self.bar.update(1)
+
+    def _appended(self, model: str, row: dict) -> bool:
+        """Append one row (the lock held); a full disk stops the sweep with the row unwritten (the next sweep runs the
+        model again), and the same infrastructure cause in SAME_FAULT_STOPS completed models in a row stops it too."""
+        try:
+            dataset.append_rows(self.out, [row])
+        except OSError as exc:
+            disk = machine_fault(str(exc))
+            if not disk:
+                raise
+            self.running.pop(model, None)
+            if self.stopped is None:
+                self.stopped = Stopped(f"{disk} while writing {model}'s row to {self.out}: every row before it is "
+                                       "kept; free space (or raise the limit) and run the same command again")
+                self.say(f"stopping: {self.stopped}")
+            return False
+        infrastructure = row.get("result") == UNTESTED and row.get("stage") == UNTESTED_INFRASTRUCTURE
+        self._same_fault = [*self._same_fault, row.get("cause") or ""][-SAME_FAULT_STOPS:] if infrastructure else []
+        if len(self._same_fault) == SAME_FAULT_STOPS and len(set(self._same_fault)) == 1 and self.stopped is None:
+            self.stopped = Stopped(f"the last {SAME_FAULT_STOPS} models all ended UNTESTED ({UNTESTED_INFRASTRUCTURE}) "
+                                   f"with the same cause, '{self._same_fault[0]}': that is this machine, not the "
+                                   "models; fix it and run the same command again (those rows are retried)")
+            self.say(f"stopping: {self.stopped}")
+        return True
 
     def close(self) -> None:
         if self.bar is not None:
@@ -163,6 +218,13 @@ def plan_for_sweep(model: str, be: Backend, log: SweepLog) -> PlannedRun | dict 
         # no row, and the sweep goes on. A rerun picks it up once it is fixed.
         log.say(f"skipped {model}: {err}")
         log.end(model, skipped=True)
+        return None
+    except Exception as exc:  # noqa: BLE001 - ours (a stop), or one line naming the model and the step
+        if isinstance(exc, Stopped) or harness_fault_of(exc) or machine_fault(str(exc)):
+            log.fault_of_ours(model, "planning", exc)
+        else:
+            log.say(f"skipped {model}: while planning it: {first_line(exc, name=True)}")
+            log.end(model, skipped=True)
         return None
     if log.is_recorded(planned):
         log.end(model, recorded=True)
@@ -218,16 +280,24 @@ def sweep_models(models: list[str], out: str | Path, *, backend: str | Backend |
 
     def one(model: str) -> None:
         slot = slots.get()
+        if log.stopped is not None:  # no model starts once the sweep is stopping
+            slots.put(slot)
+            return
         log.start(model)
         try:
             planned = plan_for_sweep(model, be, log)
             if planned is None:
                 return
-            row = planned if isinstance(planned, dict) else run_one(
-                planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes, cpus=None if neuron else slot,
-                env={"NEURON_RT_VISIBLE_CORES": slot} if neuron and slot is not None else None, remedies=remedies)
+            try:
+                row = planned if isinstance(planned, dict) else run_one(
+                    planned, timeout=timeout, memory_limit_bytes=memory_limit_bytes, cpus=None if neuron else slot,
+                    env={"NEURON_RT_VISIBLE_CORES": slot} if neuron and slot is not None else None, remedies=remedies)
+            except Exception as exc:  # noqa: BLE001 - the model ran in a child: what this process raised is ours
+                log.fault_of_ours(model, "running", exc)
+                return
             log.end(model, row)
         finally:
+            log.running.pop(model, None)
             slots.put(slot)
 
     try:
@@ -236,6 +306,7 @@ def sweep_models(models: list[str], out: str | Path, *, backend: str | Backend |
                 future.result()
     finally:
         log.close()
+    log.raise_if_stopped()
     return log.rows
 
 

@@ -25,7 +25,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.errors import (
+    HarnessFault,
+    Stopped,
+    UserError,
+    harness_fault,
+    harness_fault_of,
+    machine_fault,
+    say,
+)
+from neuronhelpers.core.integrity import DamagedFile, file_manifest, manifest_mismatch, read_json
 from neuronhelpers.core.quiet import quiet_libraries
 from neuronhelpers.core.vocab import (
     AUTOMATIC_SPEECH_RECOGNITION,
@@ -36,6 +45,7 @@ from neuronhelpers.core.vocab import (
     TEXT_GENERATION,
     TEXT_TO_IMAGE,
     UNTESTED_DEPENDENCY,
+    UNTESTED_INFRASTRUCTURE,
     UNTESTED_TWIN,
 )
 from neuronhelpers.twins.broken import BREAKAGES, break_copy, check_breakage, check_perturbable, perturb_copy
@@ -74,6 +84,7 @@ __all__ = ["build_twin", "model_twin", "known_twin", "twin_path", "twin_home", "
            "TwinSpec", "TWIN_PREFIX", "MAX_TWIN_PARAMETERS", "LIBRARY_TASKS", "TEXT_GENERATION", "IMAGE_TEXT_TO_TEXT",
            "TEXT_SHRINK", "VISION_SHRINK", "architectures", "twin_spec", "is_twin_id", "mapped_tasks", "shrunk_config"]
 
+TWIN_RECORD = "TWIN.json"  # what a twin is, and the files its build wrote (written last)
 BUILD_TIMEOUT_S = 300.0
 BUILD_MEMORY_BYTES = 16 * 2**30  # address space: torch alone maps ~4 GiB, and each thread reserves malloc arenas
 
@@ -212,6 +223,8 @@ def build_twin(model_id_or_type: str | TwinSpec, *, force: bool = False, isolate
         _unavailable_marker(dest).unlink(missing_ok=True)
     except Exception as exc:  # any failure of the architecture's code: recorded next to the twins, then raised
         shutil.rmtree(tmp, ignore_errors=True)
+        if harness_fault_of(exc) or machine_fault(str(exc)):  # ours or the machine's: never remembered as a refusal
+            raise
         unavailable = _unavailable(spec, exc)
         _remember(dest, unavailable)
         raise unavailable from exc
@@ -267,8 +280,8 @@ def write_twin_json(spec: TwinSpec, folder: Path, weights: dict | None = None, o
     (``own``: twin_from, config_digest, config_read, config_changes). ``known_twin`` recognises a built twin by it
     (the folder is renamed into place only once checked)."""
     record = {"twin_of": spec.model_type, "name": spec.key, "task": spec.task, "seed": SEED, "format": TWIN_FORMAT,
-              **(own or {})}
-    (Path(folder) / "TWIN.json").write_text(json.dumps({**record, **({"weights": weights} if weights else {})},
+              **(own or {}), "files": file_manifest(folder, leave_out=(TWIN_RECORD,))}
+    (Path(folder) / TWIN_RECORD).write_text(json.dumps({**record, **({"weights": weights} if weights else {})},
                                                        indent=1))
 
 
@@ -276,11 +289,26 @@ def _unavailable_marker(dest: Path) -> Path:
     return dest.with_name(dest.name + ".unavailable.json")
 
 
+def twin_damage(folder: Path) -> str | None:
+    """How a built twin's files differ from what its TWIN.json says was written (a disk that filled, a copy cut
+    short, an edit by hand), in words; None when they match. Twins are small: every file is hashed on every use."""
+    try:
+        record = read_json(folder / TWIN_RECORD)
+    except DamagedFile as exc:  # half a TWIN.json is a damaged twin too: built again
+        return str(exc)
+    return manifest_mismatch(folder, record.get("files") if isinstance(record, dict) else None)
+
+
 def known_twin(spec: TwinSpec) -> Path | None:
-    """The built twin's folder; raises TwinUnavailable when building it failed before; None when never tried."""
+    """The built twin's folder; raises TwinUnavailable when building it failed before; None when never tried, or when
+    the twin on disk does not match its record (then it is built again, and the build says so in one line)."""
     dest = twin_path(spec)
-    if (dest / "TWIN.json").is_file():  # written last, into a folder renamed into place only once checked
-        return dest
+    if (dest / TWIN_RECORD).is_file():  # written last, into a folder renamed into place only once checked
+        damage = twin_damage(dest)
+        if damage is None:
+            return dest
+        say(f"{spec.model_id}: the built twin in {dest} does not match its {TWIN_RECORD} ({damage}): building it again")
+        return None
     marker = _unavailable_marker(dest)
     if marker.is_file():
         known = json.loads(marker.read_text())
@@ -310,10 +338,11 @@ def _build_in_child(spec: TwinSpec, force: bool) -> Path:
     if found is not None:
         return found
     printed = Path((outcome.stdout.strip().splitlines() or [""])[-1])
-    if outcome.returncode == 0 and (printed / "TWIN.json").is_file():
+    if outcome.returncode == 0 and (printed / TWIN_RECORD).is_file():
         # the builder's code changed while the child ran (an edit to the twins package): the child keyed the twin
         # by the code it read, and its folder is the one it printed
         return printed
+    _raise_if_not_the_builders(spec, outcome)
     if outcome.timed_out:
         why, cause = f"the build did not finish within {BUILD_TIMEOUT_S:g} s", "twin build: timeout"
     elif outcome.signal_name:
@@ -322,6 +351,24 @@ def _build_in_child(spec: TwinSpec, force: bool) -> Path:
         last = (outcome.stderr.strip().splitlines() or [f"exit status {outcome.returncode}"])[-1][:300]
         why, cause = f"the build failed: {last}", "twin build: failed without a reason"
     raise TwinUnavailable(spec, why, cause)
+
+
+def _raise_if_not_the_builders(spec: TwinSpec, outcome) -> None:
+    """A build child that failed in this package's own code (HarnessFault), on a full disk (Stopped), or was killed
+    from outside (TwinUnavailable, infrastructure): none of it is the builder's refusal, and none is remembered."""
+    from neuronhelpers.process.tree import KILLED_FROM_OUTSIDE, killed_from_outside
+
+    fault = harness_fault(None, None, outcome.stderr[-20000:])
+    if fault:
+        raise HarnessFault(f"a fault of neuronhelpers' own code while building the twin of {spec.model_id}, not the "
+                           f"model's: {fault}")
+    full = machine_fault(outcome.stderr[-2000:])
+    if full:
+        raise Stopped(f"{full} while building the twin of {spec.model_id}: free some space, then run the same "
+                      "command again (it resumes)")
+    if killed_from_outside(outcome):
+        raise TwinUnavailable(spec, f"the build was {KILLED_FROM_OUTSIDE}", f"twin build: {KILLED_FROM_OUTSIDE}",
+                              stage=UNTESTED_INFRASTRUCTURE)
 
 
 def _unavailable(spec: TwinSpec, exc: Exception) -> TwinUnavailable:

@@ -29,6 +29,7 @@ STAGE_COLORS = {
     vocab.STAGE_OOM: "#9467bd", vocab.STAGE_TIMEOUT: "#7f7f7f", vocab.STAGE_MISMATCH: "#e377c2",
     vocab.STAGE_REFERENCE: "#17becf",
     vocab.UNTESTED_TWIN: "#bcbd22", vocab.UNTESTED_DEPENDENCY: "#1f77b4", vocab.UNTESTED_INFRASTRUCTURE: "#aec7e8",
+    vocab.UNTESTED_INPUT: "#c5b0d5",
 }
 OTHER_COLOR = "#555555"
 UNKNOWN_FAMILY = "(unknown)"

@@ -59,3 +59,24 @@ elif _fault == "compile":
         raise RuntimeError("injected fault: the compiler crashed")
 
     _compile_fx.compile_fx = _broken_compiler
+elif _fault == "harness_import":
+    # a half-edited module of ours, as a sweep once imported: the measuring's import of its instruments fails
+    class _HalfEdited:
+        def find_spec(self, name, path=None, target=None):
+            if name == "neuronhelpers.run.instruments":
+                raise ImportError("injected fault: cannot import name 'MIN_DISTINCT_TOKENS' from "
+                                  "'neuronhelpers.run.instruments'", name=name)
+            return None
+
+    sys.meta_path.insert(0, _HalfEdited())
+elif _fault in ("kill", "kill_once"):
+    # a SIGKILL from outside (a person, a node agent) a moment into the run; kill_once only the first run of the
+    # model (NH_TEST_FAULTS_DIR keeps the mark), so the harness's one retry reaches a verdict
+    import signal
+    import threading
+
+    _mark = os.path.join(os.environ.get("NH_TEST_FAULTS_DIR", "/tmp"), "killed-" + re.sub(r"\W", "_", str(_model_id())))
+    if _fault == "kill" or not os.path.exists(_mark):
+        open(_mark, "w").close()
+        threading.Timer(float(os.environ.get("NH_TEST_KILL_AFTER_S", "1")),
+                        lambda: os.kill(os.getpid(), signal.SIGKILL)).start()

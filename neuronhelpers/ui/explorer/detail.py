@@ -15,6 +15,7 @@ import pandas as pd
 from neuronhelpers.core import vocab
 from neuronhelpers.core.vocab import EXCLUDED, PASS
 from neuronhelpers.run.compile_cache import NEURON_ONLY, local_cache_command, sync_command
+from neuronhelpers.store.dataset import LAST_ATTEMPT
 from neuronhelpers.store.schema import ran_on
 from neuronhelpers.ui.explorer.frames import NO_ROW, normalise_results, result_kind, result_label, rows_for_versions
 from neuronhelpers.ui.explorer.markup import (
@@ -189,6 +190,7 @@ def model_detail(df: pd.DataFrame, model_id: str, *, compiler_version: str | Non
         "cause": as_text(get("cause")) if failed else "",
         "remedies": remedy_lines(model_id, get("remedies")) if failed else [],
         "error": as_text(get("error")) if failed else "",
+        "last_attempt": as_text(get(LAST_ATTEMPT)),
         "traceback": as_text(get("traceback")) if failed else "",
     }
 
@@ -261,6 +263,9 @@ def _heading_html(detail: dict) -> list[str]:
         first, *each = detail["remedies"]
         parts.append(f"<p><b>What would make it run</b> (tried, beside the verdict): {html.escape(first)}</p>"
                      + "".join(f"<div><code>{html.escape(line)}</code></div>" for line in each))
+    if detail.get("last_attempt"):
+        parts.append(f"<p><b>Last attempt</b> (it reached no verdict, so the one above stands): "
+                     f"{html.escape(detail['last_attempt'])}</p>")
     if detail["error"]:
         stage = as_text(row.get("stage"))
         title = "Reason" if result_kind(label) in (EXCLUDED, vocab.UNTESTED) else "Error"

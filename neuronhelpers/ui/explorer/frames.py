@@ -12,7 +12,7 @@ from neuronhelpers.core import vocab
 from neuronhelpers.core.versions import NEURON_COMPILER
 from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS
 from neuronhelpers.models.selected import SELECTED
-from neuronhelpers.store.dataset import newest_per_model
+from neuronhelpers.store.dataset import LAST_ATTEMPT, PAIR_COLUMNS, newest_per_model
 from neuronhelpers.store.schema import ran_on_labels
 
 VIEWS = ("Selected", "Trending", "Downloads", "Architectures")
@@ -122,9 +122,13 @@ def rows_for_versions(df: pd.DataFrame, compiler_version: str | None, library_ve
     if library_version:
         same = out["library_version"] == library_version
         mask &= same if library is None else (same | (out["library"] != library))
-    # Order and deduplicate on two columns, then take the wide rows (run.py, packages, ...) once.
-    keys = newest_per_model(out.loc[mask.to_numpy(), ["model_id", "timestamp"]])
-    return out.loc[keys.index, columns] if columns else out.loc[keys.index]
+    # Order and deduplicate on the narrow columns the rule reads, then take the wide rows (run.py, packages, ...) once.
+    narrow = [c for c in ["model_id", "timestamp", "result", "stage", *PAIR_COLUMNS] if c in out.columns]
+    keys = newest_per_model(out.loc[mask.to_numpy(), narrow])
+    chosen = out.loc[keys.index, columns] if columns else out.loc[keys.index]
+    if LAST_ATTEMPT in keys:  # a verdict that stands beside a newer attempt with no verdict says so
+        chosen = chosen.assign(**{LAST_ATTEMPT: keys[LAST_ATTEMPT].to_numpy()})
+    return chosen
 
 
 # ----------------------------------------------------------------------------------------------
