@@ -115,9 +115,13 @@ class SweepLog:
         """Stop the sweep for a reason that is not any model's: no model starts after this, runs in flight finish,
         and ``raise_if_stopped`` raises it once they have."""
         with self.lock:
-            if self.stopped is None:
-                self.stopped = reason
-                self.say(f"stopping: {reason}")
+            self._stop_held(reason)
+
+    def _stop_held(self, reason: Stopped) -> None:
+        """``stop`` with the lock already held (the writer's own stops): the first reason stands."""
+        if self.stopped is None:
+            self.stopped = reason
+            self.say(f"stopping: {reason}")
 
     def raise_if_stopped(self) -> None:
         if self.stopped is not None:
@@ -189,18 +193,16 @@ class SweepLog:
             if not disk:
                 raise
             self.running.pop(model, None)
-            if self.stopped is None:
-                self.stopped = Stopped(f"{disk} while writing {model}'s row to {self.out}: every row before it is "
-                                       "kept; free space (or raise the limit) and run the same command again")
-                self.say(f"stopping: {self.stopped}")
+            self._stop_held(Stopped(f"{disk} while writing {model}'s row to {self.out}: every row before it is "
+                                    "kept; free space (or raise the limit) and run the same command again"))
             return False
         infrastructure = row.get("result") == UNTESTED and row.get("stage") == UNTESTED_INFRASTRUCTURE
         self._same_fault = [*self._same_fault, row.get("cause") or ""][-SAME_FAULT_STOPS:] if infrastructure else []
-        if len(self._same_fault) == SAME_FAULT_STOPS and len(set(self._same_fault)) == 1 and self.stopped is None:
-            self.stopped = Stopped(f"the last {SAME_FAULT_STOPS} models all ended UNTESTED ({UNTESTED_INFRASTRUCTURE}) "
-                                   f"with the same cause, '{self._same_fault[0]}': that is this machine, not the "
-                                   "models; fix it and run the same command again (those rows are retried)")
-            self.say(f"stopping: {self.stopped}")
+        if len(self._same_fault) == SAME_FAULT_STOPS and len(set(self._same_fault)) == 1:
+            self._stop_held(Stopped(
+                f"the last {SAME_FAULT_STOPS} models all ended UNTESTED ({UNTESTED_INFRASTRUCTURE}) with the same "
+                f"cause, '{self._same_fault[0]}': that is this machine, not the models; fix it and run the same "
+                "command again (those rows are retried)"))
         return True
 
     def close(self) -> None:
