@@ -253,6 +253,25 @@ def test_offline_the_config_comes_from_the_corpus():
         model_twin_spec("nobody/no-such-model")
 
 
+def test_a_row_that_recorded_only_its_configs_digest_gets_its_source_from_the_copy_with_that_digest(tmp_path,
+                                                                                                     monkeypatch):
+    """Rows written before rows carried config_source (issue 54): the corpus's copy whose digest matches names it, a
+    shelf copy names its packages, and a digest no copy has says so rather than leaving the column empty."""
+    from neuronhelpers.twins.own import UNKNOWN_SOURCE, source_for_digest
+
+    yi = json.loads(model_twin_spec("01-ai/Yi-1.5-6B-Chat").own)
+    assert source_for_digest("01-ai/Yi-1.5-6B-Chat", yi["digest"]) == yi["source"]
+    monkeypatch.setenv(SHELF_ENV, str(tmp_path / "shelf"))
+    folder = tmp_path / "shelf" / "models" / "acme--shelved"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(PHI3))
+    (folder / "PROVENANCE.json").write_text(json.dumps({"packages": ["acme-gguf==1.0"]}))
+    shelved = json.loads(model_twin_spec("acme/shelved").own)
+    assert source_for_digest("acme/shelved", shelved["digest"])["config_source"] == "shelf:acme-gguf==1.0"
+    unknown = source_for_digest("01-ai/Yi-1.5-6B-Chat", "sha256:000000000000")["config_source"]
+    assert unknown.startswith(UNKNOWN_SOURCE) and "sha256:000000000000" in unknown
+
+
 def test_offline_a_shelf_copy_answers_where_the_corpus_has_no_config(tmp_path, monkeypatch):
     """A model whose config no public copy holds but whose real checkpoint the shelf installed (a registry package):
     its twin is built from the shelf's config, and says so (read: shelf)."""

@@ -32,7 +32,8 @@ COLUMNS = [
      "between); every other field is the model's own"),
     ("config_source", pa.string(), "for a model twin: where its config.json was read: `hub:org/name@commit` (the Hub "
      "or its cache), `github:owner/repo@commit:path` (a public copy the package's corpus holds; not the Hub itself), "
-     "`package:...` (a file a registry package ships), `shelf:...` or `folder:...`"),
+     "`package:...` (a file a registry package ships), `shelf:...` or `folder:...`; `unknown: ...` where a row "
+     "recorded only its config's digest and no copy at hand matches it"),
     ("config_form", pa.string(), "for a model twin: the form its config was found in: `json file`, `python literal` "
      "(re-serialized from a Python dict), `json string` (inside another file) or `package file`"),
     ("config_id_inferred", pa.bool_(), "for a model twin: true where the copy of its config does not name the Hub id "
@@ -274,6 +275,11 @@ def validate_row(row: dict, *, published: bool = False) -> None:
                                     f"(one of {', '.join(vocab.UNTESTED_STAGES)})")
     if result == vocab.PASS and not row.get("verification"):
         raise vocab.VocabularyError(f"row for {model!r} is PASS without a verification")
+    source = row.get("config_source")
+    if not _missing(row.get("twin_from")) and model.startswith("tiny/") and not (isinstance(source, str)
+                                                                                  and source.strip()):
+        raise vocab.VocabularyError(f"row for {model!r} is a model twin without config_source (where the config that "
+                                    "built it was read: twins/own.py source_for_digest finds it from config_digest)")
     if published:
         if result not in (vocab.PASS, vocab.FAIL):
             raise vocab.VocabularyError(f"row for {model!r} is {result}, not a verdict")

@@ -89,7 +89,7 @@ class OwnConfig:
 
     @property
     def digest(self) -> str:
-        return "sha256:" + hashlib.sha256(self.files["config.json"].encode()).hexdigest()[:12]
+        return _digest(self.files["config.json"])
 
 
 def twin_id_for(source: str) -> str:
@@ -119,6 +119,28 @@ def read_own_config(source: str) -> OwnConfig:
 def _source(where: str, form: str) -> dict:
     """The config_* columns of a config read from the Hub, its cache, a folder or the shelf: the file itself."""
     return {"config_source": where, "config_form": form, "config_id_inferred": False, "config_corroboration": None}
+
+
+# The config_source of a model twin row whose config matches no copy at hand (issue 54: a row says so, never nothing).
+UNKNOWN_SOURCE = "unknown: "
+
+
+def source_for_digest(twin_from: str, digest: str) -> dict:
+    """The config_* columns for a model twin row that recorded only its config's digest: the corpus's copy of
+    ``twin_from``'s config, or the shelf's, whichever has that digest (``OwnConfig.digest``); else an ``unknown:``
+    source that says nothing at hand matches."""
+    shipped = corpus.corpus_files(twin_from)
+    if shipped is not None and _digest(shipped["config.json"].decode()) == digest:
+        return corpus.provenance(twin_from)
+    shelved = _shelf_files(twin_from)
+    if shelved is not None and _digest(shelved[0]["config.json"]) == digest:
+        return _source(shelved[2], "json file")
+    return _source(f"{UNKNOWN_SOURCE}no copy of {twin_from}'s config in the corpus or the shelf has digest {digest}",
+                   None)
+
+
+def _digest(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _hub_files(model_id: str) -> tuple[dict, str, str | None]:
