@@ -246,6 +246,12 @@ def test_an_attempt_never_hides_an_older_verdict_of_the_same_pair_and_a_newer_ve
                   "library_version": "5.24.0"}
     across = dataset.newest_per_model(pd.DataFrame([rows[0], other_pair]))
     assert list(across["result"]) == [vocab.UNTESTED]  # another pair: its own (newer) row
+    from neuronhelpers.analysis.answers import Answers
+
+    twin = [{**row, "model_id": "tiny/llama", "twin_of": "llama", "model_type": "llama", "task": "text-generation"}
+            for row in rows[:2]]
+    line = Answers(pd.DataFrame(twin)).answer("meta-llama/Llama-3.2-1B", "llama", "text-generation").line()
+    assert ": PASS" in line and "(last attempt: infrastructure, 2026-12-03" in line  # the answer says it too
 
 
 def test_an_attempt_appended_keeps_the_verdict_and_is_retried_without_rerun(tmp_path):

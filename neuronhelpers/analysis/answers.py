@@ -27,7 +27,7 @@ from neuronhelpers.core.vocab import (
     WEIGHTS_SHELF,
 )
 from neuronhelpers.run.remedies import remedies_line
-from neuronhelpers.store.dataset import newest_per_model, version_key
+from neuronhelpers.store.dataset import LAST_ATTEMPT, newest_per_model, version_key
 from neuronhelpers.store.schema import measured_on_trainium
 from neuronhelpers.twins.corpus import model_id_of
 from neuronhelpers.twins.own import GENERATION_CONFIG
@@ -44,6 +44,8 @@ PAIR_COLUMNS = ["compiler", "compiler_version", "library", "library_version"]
 ANSWER_COLUMNS = ["model_id", "task", "twin_of", "twin_from", "result", "stage", "cause", "verification",
                   "check_sensitive", "config_source", "config_form", "config_id_inferred", "config_corroboration",
                   "remedies", *PAIR_COLUMNS]
+# ... and what an answer reads besides (newest_per_model's column: not a column of the rows, nor of the views).
+READ_COLUMNS = [*ANSWER_COLUMNS, LAST_ATTEMPT]
 # How a corpus copy was written, in words (corpus SOURCE.json's "form").
 _FORM_WORDS = {"json file": "copied as a JSON file", "python literal": "re-serialized from a Python literal",
                "json string": "copied from a JSON string inside another file",
@@ -68,6 +70,7 @@ class Answer:
     caveat: str | None = None
     remedies: str | None = None  # a FAIL's remedies as tried (run/remedies.remedies_line), beside the verdict
     elsewhere: str | None = None  # a FAIL's same twin passing in another version pair of these rows (a lookup)
+    last_attempt: str | None = None  # a newer attempt that reached no verdict and did not replace this one
     architecture: Answer | None = None
 
     @property
@@ -82,6 +85,8 @@ class Answer:
         text += (f" ({self.pair}): " if self.pair else ": ") + self.verdict
         if self.result != PASS and self.cause:
             text += f": {self.cause}"
+        if self.last_attempt:
+            text += f" (last attempt: {self.last_attempt})"
         if self.result == FAIL and self.remedies:
             text += f"; what would make it run: {self.remedies}"
         if self.result == FAIL and self.elsewhere:
@@ -174,7 +179,7 @@ def _shelf_records(rows: pd.DataFrame) -> dict:
     if rows.empty or "weights" not in rows:
         return {}
     shelved = rows[rows["weights"].fillna("").astype(str).str.startswith(f"{WEIGHTS_SHELF}:")]
-    ranked = _oldest_pair_first(shelved)[[*ANSWER_COLUMNS, "weights"]]
+    ranked = _oldest_pair_first(shelved)[[*READ_COLUMNS, "weights"]]
     return {record.model_id: record for record in ranked.itertuples(index=False)}
 
 
@@ -186,7 +191,7 @@ class Answers:
 
     def __init__(self, rows: pd.DataFrame):
         rows = rows if not rows.empty else rows.iloc[0:0]
-        rows = rows.assign(**{c: None for c in ANSWER_COLUMNS if c not in rows})
+        rows = rows.assign(**{c: None for c in READ_COLUMNS if c not in rows})
         twins = rows[rows["twin_of"].notna()]
         self.by_task, self.by_type, self.by_model = {}, {}, {}  # the newest pair's record of each
         self._arch_in_pair: dict[tuple, object] = {}
@@ -195,12 +200,12 @@ class Answers:
         for record in ranked[ranked["result"] == PASS].sort_values("pair_rank", kind="stable").itertuples(index=False):
             self._passes_in.setdefault(record.model_id, []).append(pair_words(record))
         is_own = model_twin_rows(ranked)
-        for record in ranked[~is_own][[*ANSWER_COLUMNS, "pair_rank"]].itertuples(index=False):
+        for record in ranked[~is_own][[*READ_COLUMNS, "pair_rank"]].itertuples(index=False):
             self.by_task[(record.task, record.twin_of)] = record
             self.by_type[record.twin_of] = record
             self._arch_in_pair[(record.pair_rank, record.task, record.twin_of)] = record
             self._arch_in_pair.setdefault((record.pair_rank, None, record.twin_of), record)
-        for record in ranked[is_own][[*ANSWER_COLUMNS, "pair_rank"]].itertuples(index=False):
+        for record in ranked[is_own][[*READ_COLUMNS, "pair_rank"]].itertuples(index=False):
             hub_id = hub_id_of_twin(record.model_id)
             if hub_id:
                 self.by_model[hub_id] = record
@@ -209,7 +214,7 @@ class Answers:
             weights = rows["weights"] if "weights" in rows else [None] * len(rows)
             mask = [measured_on_trainium(b, w, m) for b, w, m in zip(rows["backend"], weights, rows["model_id"],
                                                                      strict=True)]
-            for record in newest_per_model(rows[mask])[ANSWER_COLUMNS].itertuples(index=False):
+            for record in newest_per_model(rows[mask])[READ_COLUMNS].itertuples(index=False):
                 self.trainium[record.model_id] = record
         self.shelf = _shelf_records(rows)
 
@@ -223,7 +228,8 @@ class Answers:
         return Answer(kind, record.model_id, record.result, _text(record.stage), _text(record.cause),
                       pair=pair, verification=_text(getattr(record, "verification", None)),
                       check_sensitive=sensitive if isinstance(sensitive, bool) else None,
-                      remedies=remedies_line(getattr(record, "remedies", None)), elsewhere=elsewhere, **extra)
+                      remedies=remedies_line(getattr(record, "remedies", None)), elsewhere=elsewhere,
+                      last_attempt=_text(getattr(record, LAST_ATTEMPT, None)), **extra)
 
     def _architecture(self, model_type, task, rank=None):
         if rank is not None:

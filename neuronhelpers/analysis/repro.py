@@ -1,119 +1,182 @@
 """A minimal reproduction per cause, small enough to attach to an upstream issue: ``neuronhelpers repro CAUSE_OR_MODEL``
-writes a self-contained script (a tiny config inline, random weights, no neuronhelpers import, the versions it was made
-with) that shows the failure on CPU in under a minute: it prints ``REPRODUCED: ...`` and exits 1 while the failure
-holds, and exits 0 once a release fixes it.
+writes a self-contained script (the twin's config inline, random weights, the recipe's inputs, no neuronhelpers
+import) that shows the failure on CPU in under a minute.
 
-The config is the twin's that failed in the catalog, minus every field its class would set anyway. How the failure is
-shown follows the cause: an exception of the compiled static-cache generate(); a generate() that compiled nothing;
-the static cache writing other tokens than the dynamic cache with nothing compiled (vocab.CAUSE_STATIC_CACHE); or, for
-diffusers' PAG pipelines, their denoiser compiled alone with the guided layer's processor (KIND_PAG). The script
-names the public upstream thread of its cause where one is known (verdict/upstream.py).
+A script says only what it shows. It prints ``REPRODUCED: ...`` and exits 1 only when the failure it meets has the
+row's cause signature (the exception's type and first line, normalised as verdict/causes.py does, its rules written
+into the script; for a recompile limit, the guard that kept failing). Any other exception prints ``a different
+failure: ...`` and exits 2; no failure exits 0 (fixed). It names the versions of the row it was made from, and says so
+when the installed torch or library differs.
+
+What a script runs follows the row's library and cause: transformers' compiled static-cache generate() on the inputs
+the recipe's loader made for its task (text, an image's pixels, audio features: analysis/repro_inputs.py); a
+generate() that compiled nothing; the static cache writing other tokens than the dynamic cache with nothing compiled
+(vocab.CAUSE_STATIC_CACHE); the sentence-transformers encoder or the diffusers denoiser compiled alone and called as
+the recipe called it (diffusers' PAG pipelines: with the guided layer's processor, KIND_PAG). ``why_no_script`` gives
+the one-line reason where a FAIL has none. The script names the public upstream thread of its cause where one is known
+(verdict/upstream.py).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import textwrap
 from pathlib import Path
 
 import pandas as pd
 
+from neuronhelpers.analysis.repro_inputs import AUTO_CLASS, EXACT_FLOATS, Captured, Unscriptable, as_code, capture
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.versions import distribution_version
 from neuronhelpers.store.dataset import newest_per_model
 from neuronhelpers.twins.own import BOOKKEEPING
-from neuronhelpers.twins.specs import TWIN_PREFIX
+from neuronhelpers.verdict.causes import NORMALISING
 from neuronhelpers.verdict.upstream import upstream_for
 
 KIND_COMPILE, KIND_NOT_COMPILED, KIND_STATIC_CACHE = "compile", "not compiled", "static cache"
 KIND_PAG = "diffusers PAG"  # a diffusers denoiser with perturbed-attention guidance's processor, compiled alone
+RECOMPILE = "recompile limit: "
+# The guard a recompile-limit cause names (verdict/causes.failure_cause's two forms): the int's attribute, or the guard.
+_GUARDS = (re.compile(r"^recompile limit: \w+\.(\w+) is "), re.compile(r"^recompile limit: guard `(.+)` fails"))
+# The library a script imports (a sentence-transformers encoder is a transformers model); each is its own module name.
+_LIBRARY_MODULE = {vocab.TRANSFORMERS: vocab.TRANSFORMERS, vocab.SENTENCE_TRANSFORMERS: vocab.TRANSFORMERS,
+                   vocab.DIFFUSERS: vocab.DIFFUSERS}
 
 _HEAD = '''"""Minimal reproduction:
 {cause}
 {upstream}
-Made by `neuronhelpers repro` from the catalog's twin {model_id} (its config below, random weights) with torch {torch}
-and transformers {transformers}. On CPU it prints REPRODUCED and exits 1 while the failure holds; exit 0: fixed."""
+{made}
+On CPU it prints REPRODUCED and exits 1 while this failure holds, exits 2 on a different failure, 0 once fixed."""
+import re
 import sys
+from importlib.metadata import version
 
 import torch
-import transformers
+import {module}
 
-CONFIG = {config}
-torch.manual_seed(0)
-model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**CONFIG)).eval()
-with torch.no_grad():  # weights at 1/sqrt(fan-in), not 0.02: the tokens then depend on the input and the layers
-    for weight in (p for p in model.parameters() if p.dim() == 2):
-        weight.normal_(0, weight.shape[1] ** -0.5)
-inputs = torch.randint(3, model.config.get_text_config().vocab_size, (1, 8))
-compile_config = transformers.CompileConfig(fullgraph=True, dynamic=False)
-compile_config._compile_all_devices = True  # generate() compiles by itself only on accelerators
+CAUSE = {cause_literal}
+ROW_VERSIONS = {versions}  # what the row ran with
+changed = [f"{{name}} {{ran}} (here {{version(name)}})" for name, ran in ROW_VERSIONS.items()
+           if version(name).split("+")[0] != ran]
+if changed:
+    print("note: the row ran with", ", ".join(changed))
+# How the catalog's causes write a message the same for every model: addresses, paths, generated names, numbers.
+RULES = {rules}
 
 
-def generate(**kwargs):
-    with torch.inference_mode():
-        return model.generate(inputs, max_new_tokens=32, min_new_tokens=32, do_sample=False, pad_token_id=0, **kwargs)
+def normalised(text):
+    for pattern, replacement in RULES:
+        text = re.sub(pattern, replacement, text)
+    return " ".join(text.split())
+
+
+def signature(exc):  # the exception's type and first line (with the next, after a colon), as the row's cause has it
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    first = f"{{lines[0]}} {{lines[1]}}" if len(lines) > 1 and lines[0].endswith(":") else (lines or [""])[0]
+    return f"{{type(exc).__name__}}: {{normalised(first)}}"
 
 '''
-_SHOW = {
-    KIND_COMPILE: '''
-try:
-    generate(cache_implementation="static", compile_config=compile_config)
-except Exception as exc:  # the failure this script shows
-    print(f"REPRODUCED: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
-    sys.exit(1)
-print("did not reproduce: the compiled static-cache generate() wrote 32 tokens")
-''',
-    KIND_NOT_COMPILED: '''
-generate(cache_implementation="static", compile_config=compile_config)
-if getattr(model, "_compiled_call", None) is None:
-    print("REPRODUCED: NotCompiled: generate() ran the forward eagerly, nothing was compiled (use_cache: "
-          f"{model.generation_config.use_cache})")
-    sys.exit(1)
-print("did not reproduce: generate() compiled the forward")
-''',
-    KIND_STATIC_CACHE: '''
-static, dynamic = generate(cache_implementation="static"), generate()
-if not torch.equal(static, dynamic):  # nothing compiled: the two caches alone
-    first = int((static != dynamic).nonzero()[0, 1]) - inputs.shape[1]
-    print(f"REPRODUCED: the static cache writes other tokens than the dynamic cache from token {first}, eagerly")
-    sys.exit(1)
-print("did not reproduce: the static and dynamic caches write the same 32 tokens")
-''',
-}
+_MATCH_MESSAGE = '''SHOWN = ""
 
-# The PAG pipelines of SD3 set PAGJointAttnProcessor2_0 on their guided layer and run the prompt twice (as it is, and
-# with that layer's self-attention replaced by identity); compiled alone, the transformer shows the pipeline's failure.
-_PAG = '''"""Minimal reproduction:
-{cause}
-{upstream}
-Made by `neuronhelpers repro` from the catalog's twin {model_id}
-(its denoiser's config below, random weights) with torch {torch} and diffusers {diffusers}.
-On CPU it prints REPRODUCED and exits 1 while the failure holds; exit 0: fixed."""
-import sys
 
-import diffusers
-import torch
-from diffusers.models.attention_processor import PAGJointAttnProcessor2_0
+def shows_the_cause(exc):  # the cause's type and words, as far as the cause keeps them
+    return signature(exc).startswith(CAUSE.rsplit(" @ ", 1)[0].rstrip("…"))
 
+'''
+_MATCH_GUARD = '''import logging  # noqa: E402 - torch's recompile log names the guard that kept failing
+
+GUARD = {guard!r}
+SHOWN = f" (dynamo's guard on {{GUARD}} failed at every decode step)"
+reasons = []
+handler = logging.Handler()
+handler.emit = lambda record: reasons.append(record.getMessage())
+logging.getLogger("torch._dynamo.guards.__recompiles").addHandler(handler)
+torch._logging.set_logs(recompiles=True)
+
+
+def shows_the_cause(exc):  # the recompile limit, on the cause's guard
+    return "recompile" in signature(exc).lower() and any(GUARD in normalised(reason) for reason in reasons)
+
+'''
+_RUN = '''
 CONFIG = {config}
 torch.manual_seed(0)
-model = diffusers.SD3Transformer2DModel(**CONFIG).eval()
-model.transformer_blocks[-1].attn.set_processor(PAGJointAttnProcessor2_0())  # as the PAG pipeline sets its layer
-size, batch = model.config.sample_size, 2  # the prompt as it is, and with the layer's self-attention perturbed
-inputs = {{"hidden_states": torch.randn(batch, model.config.in_channels, size, size),
-          "encoder_hidden_states": torch.randn(batch, 8, model.config.joint_attention_dim),
-          "pooled_projections": torch.randn(batch, model.config.pooled_projection_dim),
-          "timestep": torch.full((batch,), 500.0)}}
-with torch.inference_mode():
-    model(**inputs)  # eagerly it runs
-    try:
-        torch.compile(model, backend="inductor", fullgraph=True)(**inputs)
-    except Exception as exc:  # the failure this script shows
-        print(f"REPRODUCED: {{type(exc).__name__}}: {{' '.join(str(exc).split())[:300]}}")
+INPUTS = {inputs}
+SETTINGS = {settings}
+
+
+def generate(model, **kwargs):
+    with torch.inference_mode():
+        return model.generate(**INPUTS, max_new_tokens=32, min_new_tokens=32, do_sample=False, **SETTINGS, **kwargs)
+
+
+def run():
+    model = transformers.{model_class}.from_config(transformers.AutoConfig.for_model(**CONFIG)).eval()
+    with torch.no_grad():  # weights at 1/sqrt(fan-in), not 0.02: the tokens then depend on the input and the layers
+        for weight in (p for p in model.parameters() if p.dim() == 2):
+            weight.normal_(0, weight.shape[1] ** -0.5)
+    compile_config = transformers.CompileConfig(fullgraph=True, dynamic=False)
+    compile_config._compile_all_devices = True  # generate() compiles by itself only on accelerators
+{show}'''
+# A sentence-transformers encoder or a diffusers denoiser: built from its config, compiled alone, called as the recipe
+# called it; (how it is built, what the comment says).
+_ALONE = '''
+CONFIG = {config}
+torch.manual_seed(0)
+ARGS = {args}
+INPUTS = {inputs}
+
+
+def run():
+    model = {build}.eval()
+{show}    with torch.inference_mode():  # {what}
+        torch.compile(model, backend="inductor", fullgraph=True, dynamic=False)(*ARGS, **INPUTS)
+'''
+_BUILD = {
+    vocab.SENTENCE_TRANSFORMERS: ("transformers.{model_class}.from_config(transformers.AutoConfig.for_model(**CONFIG))",
+                                  "the encoder compiled as the recipe compiles it: whole, static shapes"),
+    vocab.DIFFUSERS: ("diffusers.{model_class}.from_config(CONFIG)",
+                      "the denoiser alone, compiled as the recipe does, called as the pipeline did"),
+}
+# The end of a transformers script's run() per kind (a diffusers PAG script's processor lines), and what "did not
+# reproduce" says.
+_SHOW = {
+    KIND_COMPILE: ('''    generate(model, cache_implementation="static", compile_config=compile_config)
+''', "the compiled static-cache generate() wrote 32 tokens"),
+    KIND_NOT_COMPILED: ('''    generate(model, cache_implementation="static", compile_config=compile_config)
+    if getattr(model, "_compiled_call", None) is None:
+        return ("NotCompiled: generate() ran the forward eagerly, nothing was compiled (use_cache: "
+                f"{model.generation_config.use_cache})")
+''', "generate() compiled the forward"),
+    KIND_STATIC_CACHE: ('''    static, dynamic = generate(model, cache_implementation="static"), generate(model)
+    if not torch.equal(static, dynamic):  # nothing compiled: the two caches alone
+        first = int((static != dynamic).nonzero()[0, 1]) - INPUTS["input_ids"].shape[1]
+        return f"the static cache writes other tokens than the dynamic cache from token {first}, eagerly"
+''', "the static and dynamic caches write the same 32 tokens"),
+    # The PAG pipelines of SD3 set PAGJointAttnProcessor2_0 on their guided layer: compiled alone with it, the
+    # transformer shows the pipeline's failure.
+    KIND_PAG: ('''    from diffusers.models.attention_processor import PAGJointAttnProcessor2_0
+
+    model.transformer_blocks[-1].attn.set_processor(PAGJointAttnProcessor2_0())  # as the PAG pipeline sets its layer
+''', "the compiled denoiser ran"),
+}
+_DONE = {vocab.SENTENCE_TRANSFORMERS: "the compiled encoder ran", vocab.DIFFUSERS: "the compiled denoiser ran"}
+_TAIL = '''
+
+try:
+    shown = run()
+except Exception as exc:  # the failure this script shows, or another one
+    seen = signature(exc)[:300]
+    if shows_the_cause(exc):
+        print(f"REPRODUCED: {{seen}}{{SHOWN}}")
         sys.exit(1)
-print("did not reproduce: the compiled transformer ran")
+    print(f"a different failure: {{seen}}")
+    sys.exit(2)
+if shown:
+    print(f"REPRODUCED: {{shown}}")
+    sys.exit(1)
+print("did not reproduce: {done}")
 sys.exit(0)
 '''
 
@@ -127,24 +190,55 @@ def repro_kind(cause: str) -> str:
     return KIND_NOT_COMPILED if cause.startswith("NotCompiled") else KIND_COMPILE
 
 
+def why_no_script(row: dict, rows: pd.DataFrame | None = None) -> str | None:
+    """The one-line reason a FAIL row with a cause gets no script, or None where it gets one."""
+    model, cause, stage = row["model_id"], str(row.get("cause") or ""), row.get("stage")
+    if pd.isna(row.get("twin_of")):
+        twin = _twin_with_cause(row, rows)
+        return (f"{model} is a real checkpoint: a script holds a tiny config, and "
+                + (f"its twin {twin} fails with the same cause: `neuronhelpers repro {twin}`" if twin else
+                   "no twin of it fails with this cause in these rows"))
+    if row.get("library") not in _LIBRARY_MODULE:
+        return f"no script runs a {row.get('library')} model"
+    if row.get("library") == vocab.TRANSFORMERS and row.get("task") not in AUTO_CLASS:
+        return f"no script loads a {row.get('task')} model yet"
+    if stage == vocab.STAGE_MISMATCH and cause != vocab.CAUSE_STATIC_CACHE:
+        return "a mismatch shows as other numbers, not as an exception: run the row's run.py beside its reference"
+    if stage in (vocab.STAGE_OOM, vocab.STAGE_TIMEOUT):
+        return f"a FAIL ({stage}) depends on the machine's memory and time, not on a config a script can hold"
+    if row.get("library") != vocab.TRANSFORMERS and repro_kind(cause) not in (KIND_COMPILE, KIND_PAG):
+        return f"a {repro_kind(cause)} cause is a transformers generate() cause, not {row.get('library')}'s"
+    return None
+
+
+def _twin_with_cause(row: dict, rows: pd.DataFrame | None) -> str | None:
+    """The twin of a real checkpoint's model (its model twin, else its architecture's) whose FAIL has its cause."""
+    if rows is None:
+        return None
+    same = rows[(rows["result"] == vocab.FAIL) & (rows["cause"] == row.get("cause")) & rows["twin_of"].notna()]
+    for candidates in (same[same["twin_from"] == row["model_id"]], same[same["model_type"] == row.get("model_type")]):
+        if not candidates.empty:
+            return str(candidates["model_id"].sort_values().iloc[0])
+    return None
+
+
 def failing_row(rows: pd.DataFrame, cause_or_model: str) -> dict:
-    """The newest FAIL row of a twin that shows a cause (a twin id, or text the cause contains: the first architecture
-    in name order): a transformers twin, or a diffusers twin whose cause has a script (KIND_PAG); else UserError
-    saying what the catalog holds instead."""
-    failed = rows[(rows["result"] == vocab.FAIL) & rows["twin_of"].notna()]
-    shown = (failed["library"] == vocab.TRANSFORMERS) | (
-        (failed["library"] == vocab.DIFFUSERS) & failed["cause"].fillna("").map(repro_kind).eq(KIND_PAG))
-    newest = newest_per_model(failed[shown])
-    if cause_or_model.startswith(TWIN_PREFIX):
+    """The newest FAIL row that shows a cause: a model's (any id the rows hold), else the first twin in name order whose
+    cause contains the text; UserError saying what the rows hold instead, or why that FAIL has no script."""
+    newest = newest_per_model(rows[(rows["result"] == vocab.FAIL) & rows["cause"].notna()])
+    if cause_or_model in set(rows["model_id"]):
         found = newest[newest["model_id"] == cause_or_model]
         if found.empty:
-            raise UserError(f"{cause_or_model} has no FAIL in these rows that a script can show: nothing to reproduce")
+            raise UserError(f"{cause_or_model} has no FAIL with a cause in these rows: nothing to reproduce")
     else:
-        found = newest[newest["cause"].fillna("").str.contains(re.escape(cause_or_model), case=False)]
+        found = newest[newest["cause"].str.contains(re.escape(cause_or_model), case=False) & newest["twin_of"].notna()]
         if found.empty:
-            raise UserError(f"no FAIL's cause that a script can show contains '{cause_or_model}': `neuronhelpers "
-                            "causes` lists them")
-    return found.sort_values(["twin_from", "model_id"], na_position="first").iloc[0].to_dict()
+            raise UserError(f"no twin's FAIL cause contains '{cause_or_model}': `neuronhelpers causes` lists them")
+    row = found.sort_values(["twin_from", "model_id"], na_position="first").iloc[0].to_dict()
+    reason = why_no_script(row, rows)
+    if reason:
+        raise UserError(f"no script for {row['model_id']}'s FAIL: {reason}")
+    return row
 
 
 def minimal_config(config: dict) -> dict:
@@ -164,34 +258,71 @@ def minimal_config(config: dict) -> dict:
     return {"model_type": config["model_type"], **kept}
 
 
-def repro_script(row: dict, config: dict) -> str:
-    """The script for a failing row, from its twin's config.json (a diffusers twin's: its denoiser's)."""
-    kind = repro_kind(row["cause"])
-    fields = minimal_config(config) if kind != KIND_PAG else {
-        k: v for k, v in config.items() if not k.startswith("_") and v not in ([], None)}
-    items = ", ".join(f"{key!r}: {value!r}" for key, value in fields.items())
-    text = textwrap.fill("{" + items + "}", width=116, subsequent_indent="    ", break_long_words=False,
-                         break_on_hyphens=False)
-    cause = textwrap.fill(str(row["cause"]), width=116).replace('"""', "'''")
-    thread = upstream_for(row["cause"])
-    upstream = textwrap.fill(thread.line(), width=116) + "\n" if thread else ""
-    words = dict(cause=cause, upstream=upstream, model_id=row["model_id"], torch=distribution_version("torch"),
-                 config=text)
-    if kind == KIND_PAG:
-        return _PAG.format(diffusers=distribution_version(vocab.DIFFUSERS), **words)
-    head = _HEAD.format(transformers=distribution_version(vocab.TRANSFORMERS), **words)
-    return head + "\n" + _SHOW[kind].lstrip("\n") + "sys.exit(0)\n"
+def _wrapped(code: str, indent: str = "    ") -> str:
+    """Python text folded at 116 columns between items (no string literal is split: only the bare text of numbers,
+    names and brackets is folded where a literal holds no space)."""
+    return textwrap.fill(code, width=116, initial_indent=" " * 10, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False)[10:]  # after "CONFIG = "
+
+
+def _text_literal(text: str, width: int = 96) -> str:
+    """A string literal that stays within the line: adjacent pieces in parentheses where it is long."""
+    pieces = [repr(text[i:i + width]) for i in range(0, len(text), width)] or ["''"]
+    return pieces[0] if len(pieces) == 1 else "(" + "\n    ".join(pieces) + ")"
+
+
+def row_versions(row: dict) -> dict:
+    """What the row ran with, of the packages its script imports: torch, and transformers or diffusers."""
+    library = row.get("library")
+    ran = row.get(vocab.TRANSFORMERS) if library == vocab.SENTENCE_TRANSFORMERS else row.get("library_version")
+    out = {"torch": str(row.get("torch") or "").split("+")[0], _LIBRARY_MODULE[library]: str(ran or "")}
+    return {name: value for name, value in out.items() if value}
+
+
+def repro_script(row: dict, captured: Captured) -> str:
+    """The script for a failing row, from what its recipe's loading captured (analysis/repro_inputs.py)."""
+    kind, cause, library = repro_kind(row["cause"]), str(row["cause"]), captured.library
+    config = minimal_config(captured.config) if library != vocab.DIFFUSERS else {
+        k: v for k, v in captured.config.items() if v not in ([], None)}
+    versions = row_versions(row)
+    here = {name: distribution_version(name) for name in versions}
+    made = [f"{name} {here[name]}" for name in versions if (here[name] or "").split("+")[0] != versions[name]]
+    noise = [name for name, value in captured.kwargs.items() if getattr(value, "is_floating_point", lambda: False)()
+             and value.numel() > EXACT_FLOATS]
+    thread = upstream_for(cause)
+    where = (f"Made by `neuronhelpers repro` from {row['model_id']}'s FAIL ({row.get('task')}), a row recorded with "
+             + ", ".join(f"{n} {v}" for n, v in versions.items()) + (f" (made here with {', '.join(made)})" if made
+                                                                      else "")
+             + ". Its twin's config below, random weights, and the inputs the recipe made for it ("
+             + (f"{', '.join(noise)} as seeded noise of its shape, the rest exactly)." if noise else "exactly)."))
+    rules = "".join(f"\n    ({pattern.pattern!r}, {replacement!r})," for pattern, replacement in NORMALISING)
+    head = _HEAD.format(
+        cause=textwrap.fill(cause, width=116).replace('"""', "'''"),
+        upstream=textwrap.fill(thread.line(), width=116) + "\n" if thread else "", made=textwrap.fill(where, 116),
+        module=_LIBRARY_MODULE[library], cause_literal=_text_literal(cause), versions=repr(versions),
+        rules=f"[{rules}\n]")
+    guard = next((m.group(1) for m in (g.match(cause) for g in _GUARDS) if m), None)
+    match = _MATCH_GUARD.format(guard=guard) if cause.startswith(RECOMPILE) and guard else _MATCH_MESSAGE
+    show, done = _SHOW.get(kind, ("", "")) if library != vocab.DIFFUSERS or kind == KIND_PAG else ("", "")
+    build, what = _BUILD.get(library, ("", ""))
+    body = (_RUN if library == vocab.TRANSFORMERS else _ALONE).format(
+        config=_wrapped(repr(config)), inputs=_wrapped(as_code(captured.kwargs)), settings=repr(captured.generate),
+        args=_wrapped(as_code(tuple(captured.args))), model_class=captured.model_class, show=show,
+        build=build.format(model_class=captured.model_class), what=what)
+    return head + match + body + _TAIL.format(done=_DONE.get(library, done))
 
 
 def write_repro(rows: pd.DataFrame, cause_or_model: str, out: str | Path | None = None) -> tuple[Path, dict]:
-    """Write the reproduction of a cause (or of a twin's FAIL) to ``out`` (default ``repro_<twin>.py`` here); returns
-    the path and the row it shows."""
+    """Write the reproduction of a cause (or of a model's FAIL) to ``out`` (default ``repro_<twin>.py`` here);
+    returns the path and the row it shows."""
     from neuronhelpers.twins.build import build_twin
 
     row = failing_row(rows, cause_or_model)
-    folder = Path(build_twin(row["model_id"]))
-    config = json.loads(((folder / "transformer") if repro_kind(row["cause"]) == KIND_PAG else folder).joinpath(
-        "config.json").read_text())
+    try:
+        captured = capture(Path(build_twin(row["model_id"])), row["task"])
+    except Unscriptable as exc:
+        raise UserError(f"no script for {row['model_id']}'s FAIL: what its recipe compiles is called with {exc}, "
+                        "which a script cannot write inline") from None
     path = Path(out) if out else Path(f"repro_{row['model_id'].split('/')[-1]}.py")
-    path.write_text(repro_script(row, config))
+    path.write_text(repro_script(row, captured))
     return path, row

@@ -106,7 +106,8 @@ def cmd_repro(args) -> int:
     path, row = write_repro(rows, args.cause, args.out)
     lines = path.read_text().count("\n")
     print(f"{path}: {lines} lines, shows {row['model_id']}'s {row['stage']} failure on CPU: {row['cause']}")
-    print(f"run it: python {path}   (prints REPRODUCED and exits 1 while the failure holds)")
+    print(f"run it: python {path}   (REPRODUCED and exit 1 while this cause holds; 'a different failure' and exit 2 "
+          "on another; exit 0 once fixed)")
     return 0
 
 

@@ -31,13 +31,15 @@ _REQUIRES_LIBRARY = re.compile(r"requires the ([\w\-. ]+?) librar(?:y|ies)\b.*?(
 _PIP_INSTALL = re.compile(r"pip install ([\w\-\[\]]+)")
 
 
+# (pattern, replacement) in order: what ``normalise`` does, also written into each repro script (analysis/repro.py).
+NORMALISING = ((_ADDRESS, "0x…"), (_PATH, r"\1"), (_HASH, "…"), (_SYMBOL, r"\1N"), (_NUMBER, "N"))
+HEAD_LENGTH = 130  # a signature keeps this much of the message (then "…")
+
+
 def normalise(text: str) -> str:
     """The part of a message that is the same for every model failing this way."""
-    text = _ADDRESS.sub("0x…", text)
-    text = _PATH.sub(r"\1", text)
-    text = _HASH.sub("…", text)
-    text = _SYMBOL.sub(r"\1N", text)
-    text = _NUMBER.sub("N", text)
+    for pattern, replacement in NORMALISING:
+        text = pattern.sub(replacement, text)
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -147,8 +149,8 @@ def failure_cause(error_type: str | None, error: str | None, trace: str | None =
     if error_type and message.startswith(f"{error_type}:"):
         message = message[len(error_type) + 1:]
     head = normalise(message)
-    if len(head) > 130:
-        head = head[:129] + "…"
+    if len(head) > HEAD_LENGTH:
+        head = head[:HEAD_LENGTH - 1] + "…"
     where = traced_code_frame(trace or "") or deepest_frame(trace or "")
     cause = f"{error_type or 'Error'}: {head}" if head else (error_type or "Error")
     return (f"{cause} @ {where}" if where else cause)[:MAX_LENGTH]
