@@ -208,7 +208,8 @@ def test_contribute_dry_run_shows_the_files(hub, api, tmp_path):
 def test_a_tampered_run_py_is_refused(hub, api, tmp_path):
     row = make_row("tiny/gpt2")
     row["run_py"] = row["run_py"].replace('"do_sample": False', '"do_sample": True')
-    with pytest.raises(UserError, match=r"row for 'tiny/gpt2' refused: its run_py differs from the recipe at line \d+"):
+    with pytest.raises(UserError, match=r"row for 'tiny/gpt2' refused: its run_py's code differs from the recipe's, "
+                                        r"first at `.*do_sample.*True"):
         publish.contribute(write_row(tmp_path / "row.json", row), REPO, api=api)
     assert hub.requests == []  # refused before anything reached the Hub
 
@@ -382,3 +383,30 @@ def test_an_invalid_repo_id_is_a_clear_error(dataset, hub, api):
     with pytest.raises(UserError, match="'<ns>/results' is not a Hub dataset repo id"):
         publish.publish(dataset, "<ns>/results", dry_run=True, api=api)
     assert hub.requests == []
+
+
+def test_a_comment_edit_in_a_recipe_keeps_every_row_current_and_a_code_edit_stales_them(monkeypatch):
+    """A row's recipe identity is what its run.py executes (core/code_identity.py): the recipe's comments and
+    docstrings are not part of it, its code is. The same rule keys the CPU reference cache and the twins' builder."""
+    from neuronhelpers.core.code_identity import code_digest
+    from neuronhelpers.run.reference import recipe_identity
+
+    rows = [row for row in store_dataset.row_records(store_dataset.load_results("catalog"))
+            if row["library"] == "transformers" and row.get("run_py")]
+    rows = rows[::max(1, len(rows) // 40)]  # a sample of every pair
+    original, name = render.recipe_source, render.RECIPE_FILES["transformers"]
+
+    def edit(change):
+        monkeypatch.setattr(render, "recipe_source", lambda f: change(original(f)) if f == name else original(f))
+
+    before = recipe_identity("transformers")
+    assert all(publish.made_by_todays_recipe(row) for row in rows)
+    edit(lambda text: text.replace('"""', '"""Edited, as a maintainer would. ', 1).replace(
+        "\n    import torch\n", "\n    # a comment a maintainer added\n    import torch\n", 1))
+    assert original(name) != render.recipe_source(name)
+    assert all(publish.made_by_todays_recipe(row) for row in rows) and recipe_identity("transformers") == before
+    edit(lambda text: text.replace("fullgraph=True", "fullgraph=False"))
+    assert not any(publish.made_by_todays_recipe(row) for row in rows) and recipe_identity("transformers") != before
+    twins = (Path(render.__file__).parents[1] / "twins" / "own.py").read_text()
+    assert code_digest(twins.replace("\n\n\n", "\n\n\n# a note\n", 1)) == code_digest(twins)
+    assert code_digest(twins.replace("MAX_POSITIONS = 8192", "MAX_POSITIONS = 4096")) != code_digest(twins)

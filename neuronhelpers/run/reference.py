@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from neuronhelpers.core import vocab
+from neuronhelpers.core.code_identity import code_digest
 from neuronhelpers.core.settings import home
 from neuronhelpers.core.versions import distribution_version
 from neuronhelpers.recipes.render import template_text
@@ -50,6 +51,12 @@ def checkpoint_identity(path: str) -> str | None:
     return f"hub:{path}@{Path(cached).parent.name}" if isinstance(cached, str) else None
 
 
+def recipe_identity(library: str) -> str:
+    """What the library's run.py executes, for every plan (sharded and one core), comments and docstrings aside
+    (core/code_identity.py): a comment edit keeps every cached reference."""
+    return code_digest(template_text(library)) + code_digest(template_text(library, sharded=False))
+
+
 def reference_key(params: dict) -> str | None:
     identity = checkpoint_identity(params["model_path"])
     if identity is None:
@@ -61,7 +68,7 @@ def reference_key(params: dict) -> str | None:
         "torch": distribution_version("torch"),
         "transformers": distribution_version("transformers"),
         "library": [library, distribution_version(library)],
-        "recipe": hashlib.sha256(template_text(library).encode()).hexdigest(),
+        "recipe": recipe_identity(library),
     }
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:32]
 

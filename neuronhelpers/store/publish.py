@@ -19,6 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from neuronhelpers.core import vocab
+from neuronhelpers.core.code_identity import code_digest, executable_text
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.recipes import render
 from neuronhelpers.store import dataset, schema
@@ -364,21 +365,22 @@ def validate_contribution(rows: list[dict]) -> list[dict]:
 
 
 def check_run_py(row: dict) -> None:
-    """The row's run.py must be exactly the recipe rendered with its own parameters. Which measuring made its figures
-    (``harness_version``) does not matter here: the measuring is not part of run.py."""
+    """The row's run.py must execute what the recipe rendered with its own parameters executes: the same code and
+    PARAMS, comments and docstrings aside (core/code_identity.py), so an edit of the recipe's comments stales no row.
+    Which measuring made its figures (``harness_version``) does not matter here: the measuring is not part of run.py."""
     model = row.get("model_id", "?")
     text = row.get("run_py") or ""
     try:
         params = render.params_of_run_py(text)
+        rendered = render.render_run_py(params)
+        same = rendered == text or code_digest(rendered) == code_digest(text)  # (the text first: the cheap test)
     except (ValueError, SyntaxError):
         raise UserError(f"row for '{model}' refused: its run_py is not a neuronhelpers run.py") from None
-    rendered = render.render_run_py(params)
-    if rendered != text:
-        expected = rendered.splitlines()
-        line = next((i + 1 for i, (a, b) in enumerate(zip(expected, text.splitlines(), strict=False)) if a != b),
-                    min(len(expected), len(text.splitlines())) + 1)
-        raise UserError(f"row for '{model}' refused: its run_py differs from the recipe at line {line} "
-                        "(a modified run.py does not test the recipe)")
+    if not same:
+        expected, got = executable_text(rendered).splitlines(), executable_text(text).splitlines()
+        first = next((b for a, b in zip(expected, got, strict=False) if a != b), "(it ends early)")
+        raise UserError(f"row for '{model}' refused: its run_py's code differs from the recipe's, first at "
+                        f"`{first.strip()[:100]}` (a modified run.py does not test the recipe)")
     if params.get("model_id") != row.get("model_id"):
         raise UserError(f"row for '{model}' refused: its run_py ran '{params.get('model_id')}'")
 

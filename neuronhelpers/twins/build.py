@@ -18,6 +18,7 @@ isolated build's child). Taught in notebook 02 and the architecture catalog note
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -25,6 +26,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from neuronhelpers.core.code_identity import code_digest
 from neuronhelpers.core.errors import (
     HarnessFault,
     Stopped,
@@ -148,14 +150,22 @@ def twin_home() -> Path:
     return home() / "twins"
 
 
+@functools.lru_cache(maxsize=1)
+def builder_identity() -> str:
+    """What every module of the twins package executes, as one digest (read once per process)."""
+    here = Path(__file__).parent
+    return hashlib.sha256("".join(code_digest(path.read_text()) for path in sorted(here.rglob("*.py"))).encode()
+                          ).hexdigest()
+
+
 def _spec_digest(spec: TwinSpec) -> str:
-    """What a built twin (or a remembered failure) depends on: the spec, this builder's code, the transformers and
-    torch releases. Any change builds the twin anew."""
+    """What a built twin (or a remembered failure) depends on: the spec, what this builder's code executes (comments
+    and docstrings aside: core/code_identity.py), the transformers and torch releases. Any such change builds the twin
+    anew."""
     import torch
     import transformers
 
-    here = Path(__file__).parent  # the builders' code: every module of the twins package
-    builder = hashlib.sha256(b"".join(path.read_bytes() for path in sorted(here.rglob("*.py")))).hexdigest()
+    builder = builder_identity()
     blob = json.dumps([TWIN_FORMAT, spec.key, spec.model_type, spec.task, spec.overrides, builder,
                        transformers.__version__, torch.__version__.split("+")[0]] + ([spec.own] if spec.own else []),
                       sort_keys=True, default=str)
