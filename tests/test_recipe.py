@@ -228,3 +228,30 @@ def test_run_py_carries_the_process_helpers_exactly_as_core_holds_them():
     for name in ("die_with_parent", "parse_visible_cores"):
         assert inspect.getsource(getattr(scaffold, name)) == inspect.getsource(getattr(processes, name)), name
     assert scaffold.MEMORY_WORDS == processes.MEMORY_WORDS
+
+
+def test_run_pys_parameters_are_declared_once_and_every_one_the_recipes_read_is_declared():
+    """core/parameters.py is the one declaration: every PARAMS key a recipe reads is in it, a rendered run.py holds
+    exactly the declared parameters of its library and task in the declared order, and an undeclared name or a value
+    of another type is refused in one line before anything is rendered."""
+    import re
+    from importlib import resources
+
+    from neuronhelpers.core.parameters import BY_NAME, PARAMETERS, local_parameters
+
+    read = set()
+    for name in [*render.RECIPE_FILES.values(), render.SCAFFOLD_FILE]:
+        text = resources.files("neuronhelpers.recipes").joinpath(name).read_text()
+        read |= set(re.findall(r"params(?:\[|\.get\()\"(\w+)\"", text))
+    assert read and read <= set(BY_NAME), read - set(BY_NAME)
+    for task in ("text-generation", "feature-extraction", "text-to-image", "automatic-speech-recognition"):
+        params = render.recipe_params(ModelRef("org/m", "org/m", task, None), get_backend("cpu"))
+        assert list(params) == [p.name for p in PARAMETERS if p.name in params]  # the declared order
+        assert render.params_of_run_py(render.render_run_py(params)) == params
+    with pytest.raises(ValueError, match="run.py has no parameter colour"):
+        render.render_run_py({**params, "colour": "blue"})
+    with pytest.raises(ValueError, match="run.py's parameter cores is '2', not int"):
+        render.render_run_py({**params, "cores": "2"})
+    assert local_parameters("/tmp/twin", "text-to-image", steps=2)["steps"] == 2
+    with pytest.raises(ValueError, match="no parameter step"):
+        local_parameters("/tmp/twin", "text-to-image", step=2)

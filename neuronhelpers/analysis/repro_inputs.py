@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuronhelpers.core import vocab
-from neuronhelpers.core.protocol import MAX_NEW_TOKENS, PROMPTS, TASK_INPUTS
+from neuronhelpers.core.parameters import local_parameters
+from neuronhelpers.core.protocol import MAX_NEW_TOKENS
 
 EXACT_FLOATS = 64  # a floating-point tensor this small is written exactly (a timestep, a scale)
 EXACT_INTEGERS = 4096  # an integer or boolean tensor up to this size is written exactly; a larger one cannot be
@@ -36,13 +37,6 @@ class Captured:
     generate: dict = field(default_factory=dict)  # transformers: generate()'s settings besides the inputs
 
 
-def _params(folder: Path, task: str) -> dict:
-    """The recipe's parameters for the twin as a sweep gives them (core/protocol.py), on the CPU in float32."""
-    return {"model_path": str(folder), "task": task, "trust_remote_code": False, "revision": None,
-            "parallelism": "none", "dtype": "float32", "prompt": PROMPTS.get(task), "max_new_tokens": MAX_NEW_TOKENS,
-            "compile_backend": "inductor", **TASK_INPUTS.get(task, {})}
-
-
 def capture(folder: Path, task: str) -> Captured:
     """Load the twin through its recipe and capture what the compiled part is called with (see the module
     docstring)."""
@@ -55,7 +49,7 @@ def capture(folder: Path, task: str) -> Captured:
         raise Unscriptable(f"no script loads a {task} model yet")
     from neuronhelpers.recipes.transformers_generate import generation_kwargs, load
 
-    model, tokenizer, inputs = load(_params(folder, task), "cpu")
+    model, tokenizer, inputs = load(local_parameters(folder, task), "cpu")
     settings = {"pad_token_id": generation_kwargs(tokenizer, MAX_NEW_TOKENS)["pad_token_id"]}
     if task == vocab.AUTOMATIC_SPEECH_RECOGNITION:  # as the recipe asks (compiled_generation_kwargs)
         settings["return_dict_in_generate"] = True
@@ -90,7 +84,7 @@ def _first_call(module, run) -> tuple[tuple, dict]:
 def _sentence_transformers(folder: Path, task: str) -> Captured:
     from neuronhelpers.recipes.sentence_transformers_encode import encode, load
 
-    params = _params(folder, task)
+    params = local_parameters(folder, task)
     model = load(params, "cpu")
     encoder = model[0].model  # what the recipe compiles (compile_transformer)
     args, kwargs = _first_call(encoder, lambda: encode(model, params))
@@ -100,7 +94,7 @@ def _sentence_transformers(folder: Path, task: str) -> Captured:
 def _diffusers(folder: Path, task: str) -> Captured:
     from neuronhelpers.recipes.diffusers_pipeline import denoiser_name, draw, load, resolve
 
-    params = _params(folder, task)
+    params = local_parameters(folder, task)
     pipe = load(params, "cpu")
     denoiser = resolve(pipe, denoiser_name(pipe))
     args, kwargs = _first_call(denoiser, lambda: draw(pipe, params))

@@ -13,7 +13,7 @@ from importlib import resources
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.backends import Backend
-from neuronhelpers.core.protocol import MAX_NEW_TOKENS, PROMPTS, TASK_INPUTS
+from neuronhelpers.core.parameters import check_parameters, recipe_parameters
 from neuronhelpers.core.versions import distribution_version
 from neuronhelpers.core.vocab import LIBRARY_FOR_TASK
 
@@ -101,32 +101,16 @@ def recipe_params(model, backend: Backend, *, dtype: str | None = None, trust_re
     its id, path and task)."""
     if (cores > 1) != (parallelism != vocab.NO_PARALLELISM):
         raise ValueError(f"{cores} core(s) with parallelism '{parallelism}' is not a plan")
-    library = LIBRARY_FOR_TASK[model.task]
-    generates = library == vocab.TRANSFORMERS  # generation settings belong to the transformers recipe only
-    params = {
-        "model_id": model.model_id,
-        "model_path": model.path,
-        "task": model.task,
-        "library": library,
-        "backend": backend.name,
-        "device": backend.device,
-        "compile_backend": backend.compile_backend,
-        "dtype": dtype or backend.dtype,
-        "cores": cores,
-        "parallelism": parallelism,
-        "dist_backend": backend.dist_backend,
-        **({"max_new_tokens": MAX_NEW_TOKENS} if generates else {}),
-        "prompt": PROMPTS[model.task],
-        "trust_remote_code": bool(trust_remote_code),
-        "revision": revision,
-        **({"top_k": vocab.NEAR_TIE_TOP_K} if generates else {}),
-    }
-    params.update(TASK_INPUTS.get(model.task, {}))
-    return params
+    return recipe_parameters(task=model.task, given={
+        "model_id": model.model_id, "model_path": model.path, "backend": backend.name, "device": backend.device,
+        "compile_backend": backend.compile_backend, "dtype": dtype or backend.dtype, "cores": cores,
+        "parallelism": parallelism, "dist_backend": backend.dist_backend,
+        "trust_remote_code": bool(trust_remote_code), "revision": revision})
 
 
 def render_run_py(params: dict) -> str:
-    """The standalone run.py for these parameters (see ``recipe_params``)."""
+    """The standalone run.py for these parameters (see ``recipe_params``; each declared in core/parameters.py)."""
+    check_parameters(params)
     block = "PARAMS = {\n" + "".join(f"    {key!r}: {value!r},\n" for key, value in params.items()) + "}"
     template = template_text(params.get("library", vocab.TRANSFORMERS), sharded=params.get("cores", 1) > 1,
                              task=params.get("task"))

@@ -17,14 +17,14 @@ from pathlib import Path
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.code_identity import code_digest
+from neuronhelpers.core.parameters import DEVICE_ONLY
 from neuronhelpers.core.settings import home
 from neuronhelpers.core.versions import distribution_version
 from neuronhelpers.recipes.render import template_text
 
-# Parameters that say where and how the device run happens: the CPU reference does not depend on them.
-# What the CPU reference does not depend on: where the device run goes, and a remedy (a change to the device's run
-# only: a remedy run is checked against the unmodified model's reference).
-_DEVICE_PARAMS = ("model_id", "backend", "device", "compile_backend", "dist_backend", "cores", "parallelism", "remedy")
+# What the CPU reference does not depend on: where and how the device run happens, and a remedy (a change to the
+# device's run only: a remedy run is checked against the unmodified model's reference). core/parameters.py says which.
+_DEVICE_PARAMS = DEVICE_ONLY
 
 
 def reference_dir() -> Path:

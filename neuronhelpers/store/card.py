@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from neuronhelpers.core import settings, vocab
+from neuronhelpers.core.parameters import PARAMETERS
 from neuronhelpers.core.protocol import EAGER_MAX_PARAMETERS, MAX_NEW_TOKENS, SENTENCES, TASK_INPUTS
 from neuronhelpers.store import dataset, schema
 
@@ -146,6 +147,11 @@ _VOCABULARY_SECTIONS = [
     ("Weights (where a row's weights came from: the kind before the colon of `weights`)", "weights",
      vocab.WEIGHTS_KINDS, "", "meaning"),
     ("Libraries", "library", vocab.LIBRARIES, "", "what its recipe does"),
+    ("run.py's parameters (its `PARAMS`, read back from `run_py`)", "parameter",
+     {p.name: p.meaning + (f" ({', '.join(p.libraries or p.tasks)} only)" if p.libraries or p.tasks else "")
+      for p in PARAMETERS},
+     "Each run.py holds its parameters as one literal dict, `PARAMS`, at its top; a row's run is rerun with them.\n\n",
+     "meaning"),
 ]
 
 

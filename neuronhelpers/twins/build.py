@@ -108,13 +108,11 @@ def check_transformers_twin_runs(spec: TwinSpec, folder: Path) -> None:
     """
     import torch
 
-    from neuronhelpers.core.protocol import PROMPTS, TASK_INPUTS
+    from neuronhelpers.core.parameters import local_parameters
     from neuronhelpers.recipes.transformers_generate import load, new_tokens
 
     try:
-        params = {"model_path": str(folder), "task": spec.task, "trust_remote_code": False, "revision": None,
-                  "parallelism": "none", "dtype": "float32", "prompt": PROMPTS[spec.task],
-                  **TASK_INPUTS.get(spec.task, {})}
+        params = local_parameters(folder, spec.task)
         model, tokenizer, inputs = load(params, "cpu")
         parameters = sum(p.numel() for p in model.parameters())
         if parameters > MAX_TWIN_PARAMETERS:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from neuronhelpers.core.parameters import local_parameters
 from neuronhelpers.core.quiet import quiet_libraries
 from neuronhelpers.core.vocab import FEATURE_EXTRACTION, TEXT_TO_IMAGE
 from neuronhelpers.twins.overrides import reason
@@ -78,9 +79,9 @@ def check_twin_runs(spec, folder: Path) -> None:
     import torch
 
     try:
-        params = {"model_path": str(folder), "trust_remote_code": False, "revision": None, "seed": SEED, "steps": 2,
-                  "dtype": "float32",
-                  "image_size": None, "sequence_length": 16, "prompt": ["A robot paints the sea.", "The river runs."]}
+        # two sentences of 16 tokens, or a 2-step image: the recipe's own call, smaller than the test's
+        params = local_parameters(folder, spec.task, seed=SEED, steps=2, image_size=None, sequence_length=16,
+                                  prompt=["A robot paints the sea.", "The river runs."])
         with quiet_libraries(diffusers=spec.task == TEXT_TO_IMAGE):
             out, expected, parameters = _run_eagerly(spec, params)
         if parameters > MAX_TWIN_PARAMETERS:

@@ -105,13 +105,12 @@ def choose_embeddings(spec, folder) -> dict:
     import torch
 
     from neuronhelpers.core import vocab
-    from neuronhelpers.core.protocol import PROMPTS, TASK_INPUTS
+    from neuronhelpers.core.parameters import local_parameters
     from neuronhelpers.recipes.transformers_generate import generation_kwargs, load, new_tokens
     from neuronhelpers.twins.specs import SEED
     from neuronhelpers.verdict.perturb import decoder_or_model, middle_block, perturbed
 
-    params = {"model_path": str(folder), "task": spec.task, "trust_remote_code": False, "revision": None,
-              "parallelism": "none", "dtype": "float32", "prompt": PROMPTS[spec.task], **TASK_INPUTS.get(spec.task, {})}
+    params = local_parameters(folder, spec.task)
     model, tokenizer, inputs = load(params, "cpu")
     embeddings = model.get_input_embeddings().weight
     original = embeddings.detach().clone()
