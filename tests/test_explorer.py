@@ -513,13 +513,15 @@ def test_a_model_twin_answers_for_its_model_before_the_architecture_twin(df, tmp
     architecture twin's; the Architectures view lists architecture twins only, and its Trainium column reads each
     model's own twin where one exists."""
     own = row("tiny/meta-llama--Llama-3.1-8B-Instruct", "FAIL", twin_of="llama", minute=9, stage="compile",
-              cause="FailOnRecompileLimitHit: cumulative_length_int", twin_from="meta-llama/Llama-3.1-8B-Instruct")
+              cause="FailOnRecompileLimitHit: cumulative_length_int", twin_from="meta-llama/Llama-3.1-8B-Instruct",
+              config_source="hub:meta-llama/Llama-3.1-8B-Instruct@0123abc")
     dataset.append_rows(tmp_path / "more", [own])
     rows = pd.concat([df, dataset.load_results(tmp_path / "more")], ignore_index=True)
     table = by_model(view_table("Selected", rows, **NEWEST))
     assert table.at["meta-llama/Llama-3.1-8B-Instruct", "note"] == (
         f"model twin tiny/meta-llama--Llama-3.1-8B-Instruct {PAIR}: FAIL at compile: FailOnRecompileLimitHit: "
-        "cumulative_length_int; architecture twin tiny/llama in the same pair: PASS (exact)")
+        "cumulative_length_int; its own twin, from its config as the Hub has it "
+        "(meta-llama/Llama-3.1-8B-Instruct@0123abc); architecture twin tiny/llama in the same pair: PASS (exact)")
     assert table.at["meta-llama/Llama-3.2-1B-Instruct", "note"] == f"architecture twin tiny/llama {PAIR}: PASS (exact)"
     architectures = view_table("Architectures", rows, **NEWEST)
     assert "tiny/meta-llama--Llama-3.1-8B-Instruct" not in set(architectures.model)

@@ -121,8 +121,7 @@ def _source(where: str, form: str) -> dict:
     return {"config_source": where, "config_form": form, "config_id_inferred": False, "config_corroboration": None}
 
 
-# The config_source of a model twin row whose config matches no copy at hand (issue 54: a row says so, never nothing).
-UNKNOWN_SOURCE = "unknown: "
+UNKNOWN_SOURCE = "unknown: "  # the config_source of a model twin row whose config matches no copy at hand
 
 
 def source_for_digest(twin_from: str, digest: str) -> dict:
@@ -135,8 +134,7 @@ def source_for_digest(twin_from: str, digest: str) -> dict:
     shelved = _shelf_files(twin_from)
     if shelved is not None and _digest(shelved[0]["config.json"]) == digest:
         return _source(shelved[2], "json file")
-    return _source(f"{UNKNOWN_SOURCE}no copy of {twin_from}'s config in the corpus or the shelf has digest {digest}",
-                   None)
+    return _source(f"{UNKNOWN_SOURCE}no copy of {twin_from}'s config in the corpus or the shelf has {digest}", None)
 
 
 def _digest(text: str) -> str:
