@@ -4,6 +4,7 @@ answers, how the two kinds of twin are compared, and the fields ``causes --isola
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -248,3 +249,23 @@ def test_every_interface_gives_the_selected_and_ranked_models_the_same_answer():
         printed[model] = next((x for x in rest.splitlines() if x.startswith("answer in")), "")
     for model, line in expected.items():
         assert printed.get(model) == f"answer in {CATALOG}/: {line}", (model, printed.get(model))
+
+
+def test_the_catalog_is_found_from_any_working_directory_and_its_absence_is_said(tmp_path, monkeypatch):
+    """`plan` and `repro` read the catalog beside the package when ./catalog is not there (issue 57), and say in one
+    line why there is no answer where there is no catalog at all."""
+    import subprocess
+    import sys
+
+    from neuronhelpers.core.settings import catalog_dir, no_catalog_words
+
+    monkeypatch.chdir(tmp_path)
+    assert catalog_dir() == Path(__file__).resolve().parents[1] / "catalog" and catalog_dir("x") == Path("x")
+    assert "pass --results FOLDER" in no_catalog_words(None)
+    plan = subprocess.run([sys.executable, "-m", "neuronhelpers", "plan", "microsoft/Phi-3.5-mini-instruct"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert plan.returncode == 0 and plan.stdout.startswith(f"answer in {catalog_dir()}/: model twin "), plan.stdout
+    elsewhere = subprocess.run([sys.executable, "-m", "neuronhelpers", "plan", "microsoft/Phi-3.5-mini-instruct",
+                                "--results", str(tmp_path / "none")], capture_output=True, text=True, timeout=300)
+    assert elsewhere.stdout.splitlines()[0] == (f"no answer from a catalog: no results dataset at '{tmp_path}/none': "
+                                                "give a folder of Parquet files (--results)")

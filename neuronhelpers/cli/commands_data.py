@@ -100,9 +100,13 @@ def cmd_causes(args) -> int:
 def cmd_repro(args) -> int:
     """A minimal reproduction of a cause (analysis/repro.py), from the twin that shows it in this environment's pair."""
     from neuronhelpers.analysis.repro import write_repro
+    from neuronhelpers.core.settings import catalog_dir, no_catalog_words
     from neuronhelpers.store.dataset import load_results, select_pair
 
-    rows, _pair = select_pair(load_results(args.results), args.pair)
+    results = catalog_dir(args.results)
+    if results is None:
+        raise UserError(no_catalog_words(args.results))
+    rows, _pair = select_pair(load_results(results), args.pair)
     path, row = write_repro(rows, args.cause, args.out)
     lines = path.read_text().count("\n")
     print(f"{path}: {lines} lines, shows {row['model_id']}'s {row['stage']} failure on CPU: {row['cause']}")

@@ -43,19 +43,21 @@ def cmd_run(args) -> int:
     return 0 if row["result"] == vocab.PASS else 1
 
 
-def answer_line(model_id: str, results: str) -> str | None:
+def answer_line(model_id: str, given: str | None) -> str | None:
     """The answer for a Hub id in a results folder (analysis/answers.py, the rule every interface uses): its Trainium
-    row, else its own twin's verdict in the newest pair holding it, else its architecture twin's; None without a
-    folder or an answer."""
-    import os
+    row, else its own twin's verdict in the newest pair holding it, else its architecture twin's; the folder is
+    ``given``, else the catalog (settings.catalog_dir, from any working directory). Without a folder, a line that says
+    why; None without an answer."""
     import warnings
 
     from neuronhelpers.analysis.answers import Answers
+    from neuronhelpers.core.settings import catalog_dir, no_catalog_words
     from neuronhelpers.models.known import known_architectures
     from neuronhelpers.store.dataset import DatasetWarning, load_results
 
-    if not os.path.isdir(results):
-        return None
+    results = catalog_dir(given)
+    if results is None or not results.is_dir():
+        return f"no answer from a catalog: {no_catalog_words(given)}"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DatasetWarning)
         rows = load_results(results)

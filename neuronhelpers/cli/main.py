@@ -73,9 +73,10 @@ def _model_commands(command, backend, as_json) -> None:
 
     p = command("plan", "print the planner's decision for a model: cores, TP/EP, and why", backend)
     _model_args(p)
-    p.add_argument("--results", default="catalog",
+    p.add_argument("--results", default=None,
                    help="a results folder whose answer for the model is printed first: its Trainium row, else its own "
-                        "twin's verdict, else its architecture twin's (default ./catalog, where it exists)")
+                        "twin's verdict, else its architecture twin's (default: the catalog, ./catalog or the clone's "
+                        "beside the package)")
     p.set_defaults(func=commands_run.cmd_plan)
 
 
@@ -171,8 +172,9 @@ def _repro_command(command) -> None:
                          "cause's failure on CPU, ready for an upstream issue")
     p.add_argument("cause", metavar="CAUSE_OR_MODEL", help="text of a FAIL's cause (as `causes` prints it), or a twin "
                                                            "id such as tiny/cpmant")
-    p.add_argument("--results", default="catalog",
-                   help="dataset folder whose FAIL rows are searched (default ./catalog)")
+    p.add_argument("--results", default=None,
+                   help="dataset folder whose FAIL rows are searched (default: the catalog, ./catalog or the clone's "
+                        "beside the package)")
     p.add_argument("--pair", default="current",
                    help="COMPILER_VERSION,LIBRARY_VERSION, current (this environment's: the default) or newest")
     p.add_argument("--out", default=None, help="the script's path (default repro_<twin>.py here)")

@@ -117,6 +117,29 @@ def results_folder() -> str:
     return value("NEURONHELPERS_RESULTS")
 
 
+CATALOG_NAME = "catalog"
+
+
+def catalog_dir(given: str | None = None) -> Path | None:
+    """The results folder an answer reads: ``given`` where one is named; else ./catalog where it exists; else the
+    clone's catalog beside the package (installed editable from a clone), so an answer does not depend on the working
+    directory; None where there is neither."""
+    if given:
+        return Path(given)
+    for candidate in (Path(CATALOG_NAME), Path(__file__).resolve().parents[2] / CATALOG_NAME):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def no_catalog_words(given: str | None) -> str:
+    """Why no answer was read, in one line: what was looked for, and what to pass."""
+    if given:
+        return f"no results dataset at '{given}': give a folder of Parquet files (--results)"
+    return (f"no catalog here (./{CATALOG_NAME}) nor beside the installed package: run from a clone of neuronhelpers, "
+            "or pass --results FOLDER")
+
+
 def core_gib() -> float:
     return float(value("NEURONHELPERS_CORE_GIB"))
 
