@@ -113,6 +113,7 @@ bench: install
 	$(PY) bench/bench_writers.py
 	$(PY) bench/bench_forked_sweep.py
 	$(PY) bench/bench_remedies.py
+	$(PY) bench/bench_faults.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache test-artifacts .gate-results .venv-transformers-* .venv-torch-*
