@@ -303,7 +303,8 @@ def repro_script(row: dict, captured: Captured) -> str:
         rules=f"[{rules}\n]")
     guard = next((m.group(1) for m in (g.match(cause) for g in _GUARDS) if m), None)
     match = _MATCH_GUARD.format(guard=guard) if cause.startswith(RECOMPILE) and guard else _MATCH_MESSAGE
-    show, done = _SHOW.get(kind, ("", "")) if library != vocab.DIFFUSERS or kind == KIND_PAG else ("", "")
+    # transformers' run ends as its kind shows; an encoder or denoiser compiled alone only gains PAG's processor
+    show, done = _SHOW[kind] if library == vocab.TRANSFORMERS or kind == KIND_PAG else ("", "")
     build, what = _BUILD.get(library, ("", ""))
     body = (_RUN if library == vocab.TRANSFORMERS else _ALONE).format(
         config=_wrapped(repr(config)), inputs=_wrapped(as_code(captured.kwargs)), settings=repr(captured.generate),
