@@ -105,12 +105,9 @@ def check_parameters(params: dict) -> None:
 
 def local_parameters(folder, task: str, **overrides) -> dict:
     """PARAMS for a local folder run eagerly on the CPU in float32 (a twin's own check, a repro script's capture):
-    the protocol's inputs unless ``overrides`` (declared names) say otherwise."""
+    the protocol's inputs unless ``overrides`` (declared names, held to ``recipe_parameters``' rules) say otherwise;
+    an override the task's run.py does not carry is left out, as from any run.py."""
     given = {"model_id": str(folder), "model_path": str(folder), "backend": "cpu", "device": "cpu",
              "compile_backend": "inductor", "dtype": "float32", "cores": 1, "parallelism": vocab.NO_PARALLELISM,
              "dist_backend": None, "trust_remote_code": False, "revision": None}
-    params = recipe_parameters(task=task, given=given)
-    unknown = sorted(set(overrides) - set(BY_NAME))
-    if unknown:
-        raise ValueError(f"run.py has no parameter {', '.join(unknown)} (core/parameters.py declares them)")
-    return {**params, **overrides}
+    return recipe_parameters(task=task, given={**given, **overrides})

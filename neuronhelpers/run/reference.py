@@ -22,10 +22,6 @@ from neuronhelpers.core.settings import home
 from neuronhelpers.core.versions import distribution_version
 from neuronhelpers.recipes.render import template_text
 
-# What the CPU reference does not depend on: where and how the device run happens, and a remedy (a change to the
-# device's run only: a remedy run is checked against the unmodified model's reference). core/parameters.py says which.
-_DEVICE_PARAMS = DEVICE_ONLY
-
 
 def reference_dir() -> Path:
     return home() / "reference-cache"
@@ -64,7 +60,9 @@ def reference_key(params: dict) -> str | None:
     library = params.get("library", vocab.TRANSFORMERS)
     blob = {
         "checkpoint": identity,
-        "params": {k: v for k, v in params.items() if k not in _DEVICE_PARAMS and k != "model_path"},
+        # not where and how the device run happens, nor a remedy (a change to the device's run only: a remedy run is
+        # checked against the unmodified model's reference): core/parameters.py DEVICE_ONLY
+        "params": {k: v for k, v in params.items() if k not in DEVICE_ONLY and k != "model_path"},
         "torch": distribution_version("torch"),
         "transformers": distribution_version("transformers"),
         "library": [library, distribution_version(library)],
