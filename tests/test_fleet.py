@@ -92,8 +92,8 @@ def test_a_task_runs_the_drivers_plan_resolving_again_only_a_path_missing_on_its
     monkeypatch.setattr(harness, "plan_model", lambda *args, **kwargs: pytest.fail("planned again on the node"))
     assert harness.on_this_node(planned) is planned
     elsewhere = str(tmp_path / "on-the-driver")
-    moved = dataclasses.replace(planned, ref=dataclasses.replace(planned.ref, path=elsewhere),
-                                params={**planned.params, "model_path": elsewhere})
+    moved = dataclasses.replace(planned, ref=dataclasses.replace(planned.ref, path=elsewhere))
+    assert planned.params["model_path"] == "tiny/qwen3"  # a twin's run.py names it by id: no path to move
     here = harness.on_this_node(moved)
     assert (here.plan, here.params, here.ref) == (planned.plan, planned.params, planned.ref)
     assert here.plan.cores == 2 and here.params["cores"] == 2

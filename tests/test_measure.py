@@ -32,7 +32,9 @@ MEASURING_FILES = (MEASURING_FILE, PACKAGE / "run" / "instruments.py", PACKAGE /
 # (check_sensitive), the instruments in their own module, and the digest covers all of MEASURING_FILES; 0.4.1:
 # generate() perturbs its decoder's middle block (15 twins whose largest stack was a vision tower, a codec or an image
 # decoder); 0.4.2: the perturbation moved to verdict/perturb.py (the twin builder uses it too), measuring as 0.4.1;
-# 0.4.3: a failed perturbed run says why in core.errors.first_line's words, measuring as 0.4.1 (no row carries it yet)
+# 0.4.3: a failed perturbed run says why in core.errors.first_line's words, measuring as 0.4.1 (no row carries it yet);
+# 0.5.0: the measuring reads and wraps the recipe module's declared names directly (no proxy), and a remedy is a
+# PARAMS entry the recipe reads (issue 55's re-sweep)
 DIGESTS = {"0.3.0": "aca5d48f4036e481d274138a913c3732b0effba8fa54762ac5ff8fba9f577985",
            "0.3.1": "7248584d1c007ce4e0425bfcdc95a3aa873dc7e238b2242d5a94ce5b4fac7308",
            "0.3.2": "4ac00c65101749215cef908ffaadb46c34049f99c3f3e5154b8b5319814e80bd",
@@ -41,7 +43,8 @@ DIGESTS = {"0.3.0": "aca5d48f4036e481d274138a913c3732b0effba8fa54762ac5ff8fba9f5
            "0.4.2": "200e7f290d167e315f3b7f965722b50ac87651f7fb2b644fc6bb42dc8256d5b8",
            "0.4.3": "f4472b54006f914d67ff2250cff2cdaed66ee10d5b471cc5803a2b24bde5bea0",
            "0.4.4": "a980d829de0fd791ec65df460b807d952f0d5acc097c4787e35b8fe590dbc532",
-           "0.4.5": "259794cfe8be90090f1551ea602c09f8e8f0af225d69858ce7253afbec7781ce"}
+           "0.4.5": "259794cfe8be90090f1551ea602c09f8e8f0af225d69858ce7253afbec7781ce",
+           "0.5.0": "b8b8a35ebfdfc5cb177879416b274e08499b8fc0be21174559e7e8c3524ae86a"}
 
 MODELS = [ModelRef("tiny/llama", "/twins/llama", "text-generation", "llama"),
           ModelRef("tiny/llava", "/twins/llava", "image-text-to-text", "llava"),
@@ -107,7 +110,7 @@ def test_a_measuring_change_leaves_run_py_byte_identical_and_its_rows_contributa
 
 def test_a_tampered_recipe_is_still_refused_whatever_the_measuring():
     today = render.render_run_py(render.recipe_params(MODELS[0], get_backend("cpu")))
-    tampered = result_row("tiny/llama", run_py=today.replace("fullgraph=True", "fullgraph=False"))
+    tampered = result_row("tiny/llama", run_py=today.replace('"fullgraph": True', '"fullgraph": False'))
     with pytest.raises(Exception, match="differs from the recipe"):
         publish.validate_contribution([tampered])
 
@@ -119,9 +122,9 @@ def test_the_measuring_wraps_the_files_own_functions(tmp_path):
     path = tmp_path / "run.py"
     path.write_text(render.render_run_py(params))
     module = measure.load_run_py(str(path))
-    own = {name: getattr(module.module, name) for name in ("load", "reference_run", "generate", "device_run")}
+    own = {name: getattr(module, name) for name in ("load", "reference_run", "generate", "device_run")}
     measure.instrument(module, params, sharded=False)
-    assert module.load is own["load"] and module.module.reference_run is own["reference_run"]
+    assert module.load is own["load"] and module.reference_run is own["reference_run"]
     assert module.generate is not own["generate"] and module.device_run is not own["device_run"]
 
 
@@ -137,7 +140,7 @@ def _names_the_measuring_uses() -> set[str]:
             names.add(node.attr)
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["call"]:
             names.add(node.value.value)
-    return names - {"module", "declared", "path", ""}
+    return names - {"module", ""}
 
 
 RENDERED = [(model, backend, cores) for model in MODELS for backend in ("cpu", "neuron")
@@ -154,24 +157,23 @@ def test_every_rendered_run_py_defines_what_it_declares_to_the_measuring(tmp_pat
     path = tmp_path / "run.py"
     path.write_text(render.render_run_py(params))
     module = measure.load_run_py(str(path))
-    assert [name for name in module.declared if not hasattr(module.module, name)] == []
-    assert ("rank_main" in module.declared) == (cores > 1)
+    assert [name for name in module.MEASURED if not hasattr(module, name)] == ([] if cores > 1 else ["rank_main"])
     declared_somewhere = set()
     for other in MODELS:  # every recipe's list, sharded where it can be
         shards = other.task in ("text-generation", "image-text-to-text")
         text = render.render_run_py(render.recipe_params(other, get_backend("cpu"), cores=2 if shards else 1,
                                                          parallelism="tp" if shards else "none"))
         (tmp_path / "other.py").write_text(text)
-        declared_somewhere |= measure.load_run_py(str(tmp_path / "other.py")).declared
+        declared_somewhere |= set(measure.load_run_py(str(tmp_path / "other.py")).MEASURED)
     assert _names_the_measuring_uses() <= declared_somewhere, _names_the_measuring_uses() - declared_somewhere
 
 
-def test_a_name_the_recipe_does_not_declare_is_refused_in_one_line(tmp_path):
+def test_a_run_py_that_breaks_its_declaration_is_refused_in_one_line(tmp_path):
     path = tmp_path / "run.py"
-    path.write_text(render.render_run_py(render.recipe_params(MODELS[0], get_backend("cpu"))))
-    module = measure.load_run_py(str(path))
-    with pytest.raises(AttributeError, match=r"does not declare 'reference_run' in MEASURED"):
-        module.reference_run  # noqa: B018 - the read is the test
-    path.write_text(path.read_text().replace("MEASURED = (", "UNDECLARED = ("))
+    text = render.render_run_py(render.recipe_params(MODELS[0], get_backend("cpu")))
+    path.write_text(text.replace("def generate(model,", "def generate_renamed(model,"))
+    with pytest.raises(RuntimeError, match=r"declares generate in MEASURED but defines no such name: render it again"):
+        measure.load_run_py(str(path))
+    path.write_text(text.replace("MEASURED = (", "UNDECLARED = ("))
     with pytest.raises(RuntimeError, match="declares no MEASURED names: .*render it again"):
         measure.load_run_py(str(path))

@@ -143,6 +143,8 @@ def test_the_device_run_generates_32_greedy_tokens_with_a_static_cache_under_ful
     params = render.recipe_params(resolve_model("tiny/qwen3"), get_backend("cpu"))
     (tmp_path / "run.py").write_text(render.render_run_py(params))
     run_py = measure.load_run_py(str(tmp_path / "run.py"))
+    assert params["model_path"] == "tiny/qwen3" and run_py.PARAMS["model_path"] != params["model_path"]  # its folder
+    params = run_py.PARAMS
     measure.instrument(run_py, params, sharded=False)
     result = run_py.device_run(params)
     assert result["ok"], result.get("error")

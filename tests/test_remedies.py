@@ -13,7 +13,7 @@ from neuronhelpers.core import vocab
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.models.resolve import ModelRef
 from neuronhelpers.recipes import render
-from neuronhelpers.recipes.remedies import LADDER, REMEDIES, remedies_for
+from neuronhelpers.recipes.remedies import LADDER, REMEDIES, remedies_for, remedy_entry, remedy_line
 from neuronhelpers.run.remedies import remedies_frame, remedies_json, remedies_line, remedy_record
 from neuronhelpers.store import schema
 
@@ -39,21 +39,85 @@ def test_the_ladder_maps_each_cause_to_its_remedies_in_order_each_with_its_reaso
     assert all(len(r.reason) > 60 and r.label for r in REMEDIES.values())
 
 
-def test_a_remedy_is_one_rendered_change_and_the_unmodified_run_py_is_unchanged():
-    """The unmodified file carries no remedy at all; a remedy's file differs from it by its parameter and its block
-    alone, which names the change and says why."""
+def test_a_remedy_is_one_params_entry_and_the_unmodified_run_py_carries_none():
+    """The unmodified file's PARAMS hold no remedy; a remedy's file differs from it by one line, its PARAMS entry
+    (name and settings), and nothing in the recipe's code."""
     params = render.recipe_params(ModelRef("tiny/x", "/p", vocab.TEXT_GENERATION, "llama"), get_backend("cpu"))
     plain = render.render_run_py(params)
-    assert "remedy" not in plain
-    for name, remedy in REMEDIES.items():
-        text = render.render_run_py({**params, "remedy": name})
+    assert "remedy" not in render.params_of_run_py(plain)
+    for name in REMEDIES:
+        text = render.render_run_py({**params, "remedy": remedy_entry(name)})
         added = [line for line in text.splitlines() if line not in plain.splitlines()]
-        assert f"    'remedy': {name!r}," in added and f"# ---- remedy: {remedy.label} " in text
-        assert len(added) <= 14, added
-        assert text.endswith(plain[plain.index('if __name__ == "__main__":'):])
-        compile(text, "run.py", "exec")
+        removed = [line for line in plain.splitlines() if line not in text.splitlines()]
+        assert (added, removed) == (["    " + remedy_line(name)], []), (added, removed)
+        assert render.params_of_run_py(text)["remedy"]["name"] == name
     with pytest.raises(KeyError, match="no remedy named"):
-        render.render_run_py({**params, "remedy": "nothing"})
+        remedy_entry("nothing")
+    with pytest.raises(ValueError, match="parameter remedy is 'use_cache', not dict"):
+        render.render_run_py({**params, "remedy": "use_cache"})  # a name alone is not an entry the recipe reads
+
+
+def test_the_recipe_reads_each_remedys_settings_at_its_extension_point(tmp_path, monkeypatch):
+    """Each remedy's entry reaches what it names, through the rendered run.py's own functions: torch's config (set
+    before anything compiles), torch.compile's and generate()'s arguments, from_pretrained's; none without a remedy."""
+    import importlib
+
+    from neuronhelpers.recipes.remedies import EXTENSION_POINTS
+
+    saved = {}  # torch's settings the remedies set, restored after the test (monkeypatch cannot restore them)
+    for name, remedy in REMEDIES.items():
+        assert set(remedy.settings) <= set(EXTENSION_POINTS), name
+        for path in remedy.settings.get("config", {}):  # each dotted name is a setting torch has
+            module, _, setting = path.rpartition(".")
+            saved[path] = (importlib.import_module(module), setting, getattr(importlib.import_module(module), setting))
+    try:
+        _each_extension_point(tmp_path, monkeypatch)
+    finally:
+        for config, setting, value in saved.values():
+            setattr(config, setting, value)
+
+
+def _each_extension_point(tmp_path, monkeypatch):
+    import torch._dynamo
+    import transformers
+
+    from neuronhelpers.run.measure import load_run_py
+
+    params = render.recipe_params(ModelRef("tiny/x", "/p", vocab.TEXT_GENERATION, "llama"), get_backend("cpu"))
+    tokenizer = type("Tokenizer", (), {"pad_token_id": 0, "eos_token_id": 0})()
+    loaded = {}
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                        lambda path, **kwargs: loaded.update(kwargs) or torch.nn.Linear(1, 1))
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda path, **kwargs: type(
+        "T", (), {"chat_template": None, "__call__": lambda self, text, return_tensors: {}})())
+
+    def run_py(remedy):
+        path = tmp_path / f"{remedy}.py"
+        path.write_text(render.render_run_py({**params, **({"remedy": remedy_entry(remedy)} if remedy else {})}))
+        return load_run_py(str(path))
+
+    plain = run_py(None)
+    kwargs = plain.compiled_generation_kwargs(plain.PARAMS, "cpu", tokenizer)
+    assert "use_cache" not in kwargs and kwargs["compile_config"].fullgraph is True
+    assert torch._dynamo.config.recompile_limit == 8 and torch.compiler.config.dynamic_sources == ""
+    plain.load(plain.PARAMS, "cpu")
+    assert "attn_implementation" not in loaded
+    module = run_py("use_cache")
+    assert module.compiled_generation_kwargs(module.PARAMS, "cpu", tokenizer)["use_cache"] is True
+    module = run_py("fullgraph_false")
+    assert module.compiled_generation_kwargs(module.PARAMS, "cpu", tokenizer)["compile_config"].fullgraph is False
+    module = run_py("recompile_limit")
+    module.compiled_generation_kwargs(module.PARAMS, "cpu", tokenizer)
+    assert torch._dynamo.config.recompile_limit == 64
+    module = run_py("dynamic_window")
+    module.compiled_generation_kwargs(module.PARAMS, "cpu", tokenizer)
+    assert torch.compiler.config.dynamic_sources == r".*cumulative_length_int"
+    module = run_py("attn_eager")
+    module.load(module.PARAMS, "cpu")
+    assert loaded["attn_implementation"] == "eager"
+    loaded.clear()
+    module.reference_run(module.PARAMS)  # the CPU reference runs the recipe as it is, whatever the remedy
+    assert "attn_implementation" not in loaded
 
 
 def test_render_refuses_an_unknown_remedy_in_one_line():

@@ -225,7 +225,7 @@ def test_a_stale_re_sweep_runs_again_only_rows_todays_package_would_not_make(tmp
     today = row("qwen3")
     older = row("llama", harness="0.2.0")
     edited = row("gpt2")
-    edited["run_py"] = edited["run_py"].replace("fullgraph=True", "fullgraph=False")  # its code, not a comment
+    edited["run_py"] = edited["run_py"].replace('"fullgraph": True', '"fullgraph": False')  # its code, not a comment
     dataset.append_rows(tmp_path, [today, older, edited])
     keys = {r["model_id"]: schema.resume_key(r) for r in (today, older, edited)}
     stale = SweepLog(tmp_path, cpu, 3, rerun=STALE, progress=False)

@@ -132,12 +132,12 @@ def cmd_render(args) -> int:
     params = recipe_params(ref, backend, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
                            cores=plan.cores, parallelism=plan.parallelism)
     if args.remedy:
-        from neuronhelpers.recipes.remedies import REMEDIES
+        from neuronhelpers.recipes.remedies import REMEDIES, remedy_entry
 
         if args.remedy not in REMEDIES or vocab.LIBRARY_FOR_TASK[ref.task] != vocab.TRANSFORMERS:
             raise UserError(f"--remedy {args.remedy}: the remedies are {', '.join(REMEDIES)}, for transformers "
                             "models (what `sweep --remedies` tries after a FAIL)")
-        params["remedy"] = args.remedy
+        params["remedy"] = remedy_entry(args.remedy)
     print(render_run_py(params), end="")
     return 0
 

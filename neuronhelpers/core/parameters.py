@@ -32,7 +32,10 @@ class Parameter:
 PARAMETERS = (
     Parameter("model_id", (str,), "the model the row is about: a Hub id, `tiny/<name>` for a twin, or a folder",
               device_only=True),
-    Parameter("model_path", (str,), "what `from_pretrained` reads: the Hub id, or a local folder"),
+    Parameter("model_path", (str,), "what `from_pretrained` reads: the Hub id, or a local folder (for a twin, its id: "
+              "run.py finds its folder)"),
+    Parameter("twin_files", (dict,), "a twin's: the digest of its files and the neuronhelpers, torch and transformers "
+              "that build them (run.py builds the twin where it runs, with those files)", optional=True),
     Parameter("task", (str,), "the task tested (see Tasks)"),
     Parameter("library", (str,), "the library whose recipe the run.py is (see Libraries)"),
     Parameter("backend", (str,), "`neuron`, `cuda` or `cpu`", device_only=True),
@@ -58,8 +61,8 @@ PARAMETERS = (
               tasks=(vocab.TEXT_TO_IMAGE,)),
     Parameter("audio_seconds", (float,), "the length of the generated test clip",
               tasks=(vocab.AUTOMATIC_SPEECH_RECOGNITION,)),
-    Parameter("remedy", (str,), "a remedy's name, where one is tried (see What would make a FAIL run)",
-              device_only=True, optional=True),
+    Parameter("remedy", (dict,), "a remedy, where one is tried after a FAIL: its name and its settings for the "
+              "recipe's extension points (see What would make a FAIL run)", device_only=True, optional=True),
 )
 BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}
 DEVICE_ONLY = tuple(parameter.name for parameter in PARAMETERS if parameter.device_only)

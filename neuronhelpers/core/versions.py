@@ -15,9 +15,9 @@ __version__ = "0.2.0"  # neuronhelpers' own version, the one source: pyproject r
 
 # The version of the measuring around run.py (run/measure.py with run/instruments.py and verdict/perturb.py), the
 # rows' harness_version: bumped when those files change (tests/test_measure.py fails until it is), never by a change
-# to the recipe, which a row identifies by its run.py's text. 0.2.0 was the package version, when run.py held the
+# to the recipe, which a row identifies by its run.py's code. 0.2.0 was the package version, when run.py held the
 # measuring itself.
-MEASURING_VERSION = "0.4.5"
+MEASURING_VERSION = "0.5.0"
 
 NEURON_COMPILER = "neuronx-cc"  # the compiler on Trainium (its distribution's name, as rows record it)
 

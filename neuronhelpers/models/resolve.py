@@ -27,7 +27,8 @@ from neuronhelpers.core.vocab import (
 )
 from neuronhelpers.models.shelf import shelved
 from neuronhelpers.twins import build
-from neuronhelpers.twins.corpus import PROVENANCE_KEYS
+from neuronhelpers.twins.corpus import PROVENANCE_KEYS, model_id_of
+from neuronhelpers.twins.rerun import builder_named, twin_files_digest
 from neuronhelpers.twins.specs import pipeline_family
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer_config.json")
@@ -49,6 +50,8 @@ class ModelRef:
     config_digest: str | None = None  # ... that config's sha256
     config_changes: str | None = None  # ... and the fields the shrink changed
     config_source: tuple | None = None  # ... and where it came from: (column, value) pairs (corpus.PROVENANCE_KEYS)
+    twin_digest: str | None = None  # a twin found again by its id anywhere: its files' digest (twins/rerun.py) ...
+    twin_built_by: str | None = None  # ... and the neuronhelpers, torch and transformers that build those files
 
     @property
     def is_twin(self) -> bool:
@@ -135,7 +138,11 @@ def _twin_ref(spec) -> ModelRef:
     """A built twin as a ModelRef: an architecture twin, or a model twin with whose config built it (TWIN.json)."""
     path = build.build_twin(spec)
     record = json.loads((path / "TWIN.json").read_text())
+    # a twin's run.py names it by id and files, built again where it runs; a folder's twin has only its folder
+    by_id = spec.own is None or model_id_of(spec.key) is not None
     return ModelRef(spec.model_id, str(path), spec.task, spec.model_type, twin_of=spec.model_type,
+                    twin_digest=twin_files_digest(path) if by_id else None, twin_built_by=builder_named() if by_id
+                    else None,
                     weights=TWIN_WEIGHTS, revision=files_digest(path), twin_from=record.get("twin_from"),
                     config_digest=record.get("config_digest"), config_changes=record.get("config_changes"),
                     config_source=tuple((key, record.get(key)) for key in PROVENANCE_KEYS)

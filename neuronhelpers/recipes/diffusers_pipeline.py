@@ -12,16 +12,16 @@ pixels the check compares), timings and peak device memory. Needs only torch, di
 Rendered by neuronhelpers.recipes.render from neuronhelpers/recipes/: edit those, never a rendered copy.
 """
 
-import time  # render: drop
+# The recipe's own imports, for the package (its tests and the twins call its functions); run.py has one imports
+# section, the scaffold's, so the renderer takes this file's docstring and sections, not these lines.
+import time
 
-from .scaffold import compile_options, failed, peak_memory_bytes  # render: drop
+from .scaffold import compile_options, failed, peak_memory_bytes
 
 # ---- the recipe --------------------------------------------------------------------------------------------
-# The names the harness's measuring (neuronhelpers/run/measure.py) reads or wraps when it runs this file, and
-# only these: rename one here and there together.
+# What the measuring (neuronhelpers/run/measure.py) may read or wrap, and only that: rename on both sides.
 MEASURED = ("PARAMS", "main", "emit", "failed", "pin_neuron_contract", "device_run", "draw", "load",
-            "compile_pipeline", "resolve", "denoiser_name", "image_payload", "image_decoder")
-MEASURED += ("rank_main",)  # render: sharded only
+            "compile_pipeline", "resolve", "denoiser_name", "image_payload", "image_decoder", "rank_main")
 
 
 def device_run(params, rank=None):

@@ -1,13 +1,16 @@
 """Render run.py from the shared scaffold and the library's recipe, and its requirements.txt.
 
 The loading / compile / generate logic lives only here in ``recipes/`` (the scaffold every run.py shares, and one
-recipe per library); this module joins them into one self-contained script in reading order and fills in the
-model's parameters. The harness runs exactly the rendered file (with its measuring around the file's own functions)
-and keeps its text in the row. Taught in notebook 02.
+recipe per library, each a program its tests and the twins import); this module joins their sections into one
+self-contained script in reading order, choosing whole sections for the model's plan, and fills in its PARAMS (a
+remedy tried after a FAIL is one more entry there). No line is rewritten or dropped by a marker. The harness runs
+exactly the rendered file (with its measuring around the file's own functions) and keeps its text in the row. Taught
+in notebook 02.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from importlib import resources
 
@@ -22,45 +25,32 @@ RECIPE_FILES = {vocab.TRANSFORMERS: "transformers_generate.py",
                 vocab.SENTENCE_TRANSFORMERS: "sentence_transformers_encode.py",
                 vocab.DIFFUSERS: "diffusers_pipeline.py"}
 SCAFFOLD_FILE = "scaffold.py"
-_MAIN = 'if __name__ == "__main__":\n'  # the last lines of every run.py; a remedy's block goes just before
+_MAIN = 'if __name__ == "__main__":\n'  # the last lines of every run.py
 
-_PARAMS_BLOCK = re.compile(r"(# --- parameters \(rendered\) ---\n).*?(\n# --- end parameters ---)", re.S)
 _BANNER = re.compile(r"^# ---- (.+?) -*$", re.M)
-_DROP = "# render: drop"
-# A line kept only in a sharded run.py, or only in a one-core one (the marker itself is not rendered).
-_ONLY = re.compile(r"\s*# render: (sharded|one core) only$")
+_EMPTY_PARAMS = re.compile(r"^PARAMS = \{\}.*$", re.M)  # the scaffold's parameters line, filled per model
 # What a one-core run.py says where the sharded launcher would be.
 ONE_CORE_NOTE = ("# ---- sharded launch " + "-" * 88 + "\n"
-                 "# This run.py runs on one core: its plan fits one. A model planned on several gets the launcher "
-                 "(one\n# process per core, no torchrun): neuronhelpers render MODEL --cores N\n")
+                 "# One core: this model's plan fits one. Sharded (one process per core, no torchrun): "
+                 "neuronhelpers render MODEL --cores N\n")
 
 
 def recipe_source(name: str) -> str:
     return resources.files("neuronhelpers.recipes").joinpath(name).read_text()
 
 
-def _plan_lines(text: str, sharded: bool) -> str:
-    """The lines for this plan: ``# render: drop`` lines gone, a ``sharded only`` / ``one core only`` line kept (its
-    marker removed) where the plan is that."""
-    kept = []
-    for line in text.splitlines():
-        if line.rstrip().endswith(_DROP):
-            continue
-        only = _ONLY.search(line)
-        if only and (only.group(1) == "sharded") != sharded:
-            continue
-        kept.append(line[:only.start()] if only else line)
-    return "\n".join(kept) + "\n"
-
-
-def _sections(text: str, sharded: bool = False) -> tuple[str, list[tuple[str, str]]]:
-    """(the text before the first banner, [(section name, section text with its banner)]), for this plan."""
-    text = _plan_lines(text, sharded)
+def _sections(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the file's docstring, [(section name, section text with its banner)]): a recipe file is a program whose
+    sections start at banner comments; what stands before the first banner but the docstring (the file's own imports,
+    for the package) is not run.py's (run.py has one imports section, the scaffold's)."""
     marks = list(_BANNER.finditer(text))
-    preamble = text[: marks[0].start()] if marks else text
+    head = ast.parse(text[: marks[0].start()] if marks else text).body
+    docstring = ""
+    if head and isinstance(head[0], ast.Expr) and isinstance(head[0].value, ast.Constant):
+        docstring = "\n".join(text.splitlines()[: head[0].end_lineno]) + "\n"
     sections = [(m.group(1), text[m.start(): marks[i + 1].start() if i + 1 < len(marks) else len(text)].rstrip() + "\n")
                 for i, m in enumerate(marks)]
-    return preamble, sections
+    return docstring, sections
 
 
 def _for_plan(name: str, sharded: bool, task: str | None) -> bool:
@@ -72,12 +62,14 @@ def _for_plan(name: str, sharded: bool, task: str | None) -> bool:
     return sharded if kind == "sharded" else task is None or kind == task
 
 
-def template_text(library: str = vocab.TRANSFORMERS, sharded: bool = True, task: str | None = None) -> str:
-    """The run.py of a library with an empty parameters block: scaffold and recipe in reading order. Rendered for one
-    plan, it holds only what that plan runs: the sharded launcher and loading where it shards (a one-core file says
-    how to render one), the loading of its ``task`` alone; the defaults give every part."""
-    _, scaffold = _sections(recipe_source(SCAFFOLD_FILE), sharded)
-    docstring, recipe = _sections(recipe_source(RECIPE_FILES[library]), sharded)
+def template_text(library: str = vocab.TRANSFORMERS, sharded: bool = True, task: str | None = None,
+                  twin: bool = False) -> str:
+    """The run.py of a library with an empty parameters block: scaffold and recipe in reading order, whole sections
+    chosen for one plan. It holds only what that plan runs: the sharded launcher and loading where it shards (a
+    one-core file says how to render one), the loading of its ``task`` alone, the twin's folder for a ``twin``
+    (twins/rerun.py); the defaults give every part but the twin's."""
+    _, scaffold = _sections(recipe_source(SCAFFOLD_FILE))
+    docstring, recipe = _sections(recipe_source(RECIPE_FILES[library]))
     shared = dict(scaffold)
     own = [(name, body) for name, body in recipe if name != "helpers" and _for_plan(name, sharded, task)]
     helpers = [body for name, body in recipe if name == "helpers"]
@@ -89,7 +81,8 @@ def template_text(library: str = vocab.TRANSFORMERS, sharded: bool = True, task:
     # The one-core note only where a plan could shard: the libraries whose recipe loads sharded.
     shards = any(name == "loading: sharded" for name, _ in recipe)
     launch = [shared["sharded launch"]] if sharded else [ONE_CORE_NOTE] if shards else []
-    parts = [docstring.strip() + "\n", shared["imports"], shared["parameters"], shared["main"],
+    parts = [docstring.strip() + "\n", shared["imports"], shared["parameters"], *([shared["the twin"]] if twin else []),
+             shared["main"],
              shared["the Trainium contract"], *(body for _, body in own), *launch, *helpers, scaffold_helpers,
              _MAIN + '    sys.exit(main(sys.argv[1:]))\n']
     return "\n\n".join(part.strip("\n") + "\n" for part in parts)
@@ -101,39 +94,47 @@ def recipe_params(model, backend: Backend, *, dtype: str | None = None, trust_re
     its id, path and task)."""
     if (cores > 1) != (parallelism != vocab.NO_PARALLELISM):
         raise ValueError(f"{cores} core(s) with parallelism '{parallelism}' is not a plan")
+    # a twin found again by its id: run.py names it so, with its files' digest, and builds it where it runs
+    twin = {"digest": model.twin_digest, "built_by": model.twin_built_by} if getattr(model, "twin_digest", None) \
+        else None
+    found = {"model_path": model.model_id, "twin_files": twin} if twin else {"model_path": model.path}
     return recipe_parameters(task=model.task, given={
-        "model_id": model.model_id, "model_path": model.path, "backend": backend.name, "device": backend.device,
+        "model_id": model.model_id, **found, "backend": backend.name, "device": backend.device,
         "compile_backend": backend.compile_backend, "dtype": dtype or backend.dtype, "cores": cores,
         "parallelism": parallelism, "dist_backend": backend.dist_backend,
         "trust_remote_code": bool(trust_remote_code), "revision": revision})
 
 
+def params_line(name: str, value) -> str:
+    """One parameter as run.py's PARAMS holds it (a remedy's whole entry is one such line)."""
+    return f"    {name!r}: {value!r},"
+
+
 def render_run_py(params: dict) -> str:
     """The standalone run.py for these parameters (see ``recipe_params``; each declared in core/parameters.py)."""
     check_parameters(params)
-    block = "PARAMS = {\n" + "".join(f"    {key!r}: {value!r},\n" for key, value in params.items()) + "}"
+    block = "PARAMS = {\n" + "".join(params_line(key, value) + "\n" for key, value in params.items()) + "}"
     template = template_text(params.get("library", vocab.TRANSFORMERS), sharded=params.get("cores", 1) > 1,
-                             task=params.get("task"))
-    text, count = _PARAMS_BLOCK.subn(lambda m: m.group(1) + block + m.group(2), template, count=1)
+                             task=params.get("task"), twin="twin_files" in params)
+    text, count = _EMPTY_PARAMS.subn(lambda m: block, template, count=1)
     if count != 1:
-        raise RuntimeError("recipes/scaffold.py lost its parameters block")
-    if params.get("remedy"):  # one change, and only where a remedy is asked for: the unmodified file is unchanged
-        from neuronhelpers.recipes.remedies import remedy_block
-
-        head, main = text.rsplit(_MAIN, 1)
-        text = f"{head}{remedy_block(params['remedy'])}\n\n{_MAIN}{main}"
+        raise RuntimeError("recipes/scaffold.py lost its parameters line (PARAMS = {})")
     return text
 
 
 def params_of_run_py(text: str) -> dict:
-    """Read the parameters back out of a rendered run.py (a literal, never executed)."""
-    import ast
-
-    match = _PARAMS_BLOCK.search(text)
-    if not match:
-        raise ValueError("not a neuronhelpers run.py: no parameters block")
-    block = text[match.end(1) : match.start(2)]
-    return ast.literal_eval(block.split("=", 1)[1].strip())
+    """Read the parameters back out of a rendered run.py: its ``PARAMS = {...}`` literal, never executed."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise ValueError(f"not a neuronhelpers run.py: not Python ({exc.msg}, line {exc.lineno})") from None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PARAMS"]:
+            try:
+                return ast.literal_eval(node.value)
+            except ValueError:
+                break
+    raise ValueError("not a neuronhelpers run.py: no parameters block (a PARAMS = {...} literal)")
 
 
 def render_requirements(backend: Backend, task: str) -> str:

@@ -7,7 +7,8 @@ package needs too (the parent-death signal, the out-of-memory words, the visible
 more than the recipe itself reports: the harness's measuring (``neuronhelpers.run.measure``) wraps these functions when
 it runs the file. Taught in notebooks 02 and 04.
 
-Sections are marked by banner comments (``# ---- name ---``); the renderer places them in reading order.
+Sections are marked by banner comments (``# ---- name ---``); the renderer places whole sections in reading order,
+the sharded launcher only where the plan shards, and fills PARAMS.
 """
 
 # ---- imports ---------------------------------------------------------------------------------------------
@@ -18,9 +19,17 @@ import time  # noqa: F401 - the recipes' clock (run.py has one imports section)
 import traceback
 
 # ---- parameters --------------------------------------------------------------------------------------------
-# --- parameters (rendered) ---
-PARAMS = {}
-# --- end parameters ---
+PARAMS = {}  # rendered: the model's parameters (core/parameters.py declares each)
+
+# ---- the twin ----------------------------------------------------------------------------------------------
+# The model is one of neuronhelpers' tiny twins, named by id and by its files' digest: neuronhelpers builds it here if
+# missing, with the files this run.py tested (the one thing a run.py takes from neuronhelpers, and only a twin's).
+if "twin_files" in PARAMS:
+    try:
+        from neuronhelpers.twins.rerun import twin_folder
+    except ImportError:
+        sys.exit(f"{PARAMS['model_path']} is a neuronhelpers twin: install {PARAMS['twin_files']['built_by']}, rerun")
+    PARAMS["model_path"] = twin_folder(PARAMS)
 
 
 # ---- main --------------------------------------------------------------------------------------------------
@@ -32,8 +41,7 @@ def main(argv):
     else:
         if PARAMS["device"] == "neuron":
             pin_neuron_contract()
-        result = sharded_run(PARAMS) if PARAMS["cores"] > 1 else device_run(PARAMS)  # render: sharded only
-        result = device_run(PARAMS)  # render: one core only
+        result = sharded_run(PARAMS) if PARAMS["cores"] > 1 else device_run(PARAMS)
     result["model_id"] = PARAMS["model_id"]
     emit(result)
     return 0 if result["ok"] else 1
@@ -80,7 +88,8 @@ def sharded_run(params):
             except queue.Empty:
                 rank, code = dead[0], ranks[dead[0]].exitcode
                 how = f"signal {-code}" if code < 0 else f"exit status {code}"
-                result = failure("run", f"died ({how}) without a result", "RankDied")
+                result = {"ok": False, "stage": "run", "error": f"died ({how}) without a result",
+                          "error_type": "RankDied", "traceback": "", "timings": {}}
         got[rank] = result
     for proc in ranks:  # no rank outlives the run (one may wait in a collective)
         proc.kill()
@@ -152,15 +161,9 @@ MEMORY_WORDS = ("out of memory", "not enough memory", "can't allocate memory", "
 
 def emit(result):
     """The text (or the failure) for a person, then the one JSON line: the last line, which the harness reads."""
-    print(result["text"] if result["ok"] and "text" in result else
-          "ok" if result["ok"] else f"failed at {result['stage']}: {result['error']}")
+    print(result.get("text") or ("ok" if result["ok"] else f"failed at {result['stage']}: {result['error']}"))
     sys.stdout.write("\n" + json.dumps(result) + "\n")
     sys.stdout.flush()
-
-
-def failure(stage, error, error_type, trace="", timings=None, **extra):
-    return {"ok": False, "stage": stage, "error": error, "error_type": error_type, "traceback": trace,
-            "timings": timings or {}, **extra}
 
 
 def failed(exc, stage, timings):
@@ -178,13 +181,12 @@ def failed(exc, stage, timings):
     elif stage not in ("load", "reference") and not module.startswith("torch_neuronx") and (
             module.startswith(("torch._dynamo", "torch._inductor")) or "compil" in type(exc).__name__.lower()):
         stage = "compile"  # (torch-neuronx's compiler and runtime raise alike: the stage they were in says which)
-    trace = "".join(traceback.format_exception(exc))[-20000:]
-    return failure(stage, error, type(exc).__name__, trace, timings)
+    return {"ok": False, "stage": stage, "error": error, "error_type": type(exc).__name__, "timings": timings or {},
+            "traceback": "".join(traceback.format_exception(exc))[-20000:]}
 
 
 def peak_memory_bytes(device):
-    """Peak device memory after a sync: torch.accelerator's (cuda; neuron since Neuron 2.34), else the device module's
-    (torch-neuronx 2.33), else None (0 means no statistics: a device that ran a model never peaks at 0); CPU: RSS."""
+    """Peak device memory after a sync: torch.accelerator's (Neuron 2.34+), else torch.neuron's (2.33); CPU: RSS."""
     import torch
 
     kind = str(device).split(":")[0]  # this rank's own device (neuron:<local rank>)

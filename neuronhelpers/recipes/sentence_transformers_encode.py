@@ -13,16 +13,16 @@ warm), and print one JSON line with the embeddings, timings and peak device memo
 Rendered by neuronhelpers.recipes.render from neuronhelpers/recipes/: edit those, never a rendered copy.
 """
 
-import time  # render: drop
+# The recipe's own imports, for the package (its tests and the twins call its functions); run.py has one imports
+# section, the scaffold's, so the renderer takes this file's docstring and sections, not these lines.
+import time
 
-from .scaffold import compile_options, failed, peak_memory_bytes  # render: drop
+from .scaffold import compile_options, failed, peak_memory_bytes
 
 # ---- the recipe --------------------------------------------------------------------------------------------
-# The names the harness's measuring (neuronhelpers/run/measure.py) reads or wraps when it runs this file, and
-# only these: rename one here and there together.
+# What the measuring (neuronhelpers/run/measure.py) may read or wrap, and only that: rename on both sides.
 MEASURED = ("PARAMS", "main", "emit", "failed", "pin_neuron_contract", "device_run", "encode", "load",
-            "compile_transformer")
-MEASURED += ("rank_main",)  # render: sharded only
+            "compile_transformer", "rank_main")
 
 
 def device_run(params, rank=None):

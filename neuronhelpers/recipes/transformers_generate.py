@@ -4,24 +4,23 @@ Top-down: the parameters, main, the Trainium contract, then the recipe: from_pre
 torch.compile(fullgraph=True, dynamic=False) with the backend's compiler, 32 greedy tokens generated twice (cold:
 traced and compiled; warm: the compiled graphs; compile_s is cold minus warm), the text and one JSON line.
 Sharded (PARAMS["cores"] > 1), it starts one process per core itself, each loading its shard through transformers'
-own tensor (and expert) parallelism. Needs only torch, transformers and requirements.txt.
+own tensor (and expert) parallelism. Needs only torch, transformers and requirements.txt. Rendered by
+neuronhelpers.recipes.render from neuronhelpers/recipes/: edit those, never a rendered copy.
 
     python3 run.py               # the recipe on the device
     python3 run.py --reference   # the CPU eager reference: same checkpoint, dtype and prompt, nothing compiled
-
-Rendered by neuronhelpers.recipes.render from neuronhelpers/recipes/: edit those, never a rendered copy.
 """
 
-import time  # render: drop
+# The recipe's own imports, for the package (its tests and the twins call its functions); run.py has one imports
+# section, the scaffold's, so the renderer takes this file's docstring and sections, not these lines.
+import time
 
-from .scaffold import compile_options, failed, peak_memory_bytes  # render: drop
+from .scaffold import compile_options, failed, peak_memory_bytes
 
 # ---- the recipe --------------------------------------------------------------------------------------------
-# The names the harness's measuring (neuronhelpers/run/measure.py) reads or wraps when it runs this file, and
-# only these: rename one here and there together.
+# What the measuring (neuronhelpers/run/measure.py) may read or wrap, and only that: rename on both sides.
 MEASURED = ("PARAMS", "main", "emit", "failed", "pin_neuron_contract", "device_run", "generate", "load",
-            "compiled_generation_kwargs", "new_tokens", "NotCompiled")
-MEASURED += ("rank_main",)  # render: sharded only
+            "compiled_generation_kwargs", "new_tokens", "NotCompiled", "rank_main")
 
 
 def device_run(params, rank=None):
@@ -33,42 +32,44 @@ def device_run(params, rank=None):
         model, tokenizer, inputs = load(params, device, sharded=rank is not None)
         timings["load_s"] = time.perf_counter() - t0
         kwargs = compiled_generation_kwargs(params, device, tokenizer)
-
         stage = "compile"  # the cold call traces the decode step and compiles it
         t0 = time.perf_counter()
         cold = generate(model, inputs, kwargs)
         timings["first_call_s"] = time.perf_counter() - t0
         if getattr(model, "_compiled_call", None) is None:  # generate() fell back to the eager forward, silently
             raise NotCompiled(model)
-
         stage = "run"  # the warm call runs the compiled graphs
         t0 = time.perf_counter()
         warm = generate(model, inputs, kwargs)
         timings["generate_s"] = time.perf_counter() - t0
         timings["compile_s"] = max(timings["first_call_s"] - timings["generate_s"], 0.0)
-        prompt_len = prompt_length(inputs)
         tokens = new_tokens(model, warm, inputs)
-        return {"ok": True, "mode": "device", "tokens": tokens,
-                "text": tokenizer.decode(tokens, skip_special_tokens=True),
-                "warm_equals_cold": tokens == new_tokens(model, cold, inputs), "prompt_tokens": prompt_len,
-                "timings": timings, "peak_memory_bytes": peak_memory_bytes(device)}
+        text = tokenizer.decode(tokens, skip_special_tokens=True)
+        return {"ok": True, "mode": "device", "tokens": tokens, "text": text, "prompt_tokens": prompt_length(inputs),
+                "warm_equals_cold": tokens == new_tokens(model, cold, inputs), "timings": timings,
+                "peak_memory_bytes": peak_memory_bytes(device)}
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a result with its stage
         return failed(exc, stage, timings)
 
 
 def compiled_generation_kwargs(params, device, tokenizer):
     """generate()'s arguments: 32 greedy tokens, a static KV cache, the forward compiled whole by the backend."""
+    import importlib
+
     import transformers
 
-    compile_config = transformers.CompileConfig(backend=params["compile_backend"], fullgraph=True, dynamic=False,
-                                                mode="default", options=compile_options(params["compile_backend"]))
+    remedy = params.get("remedy") or {}  # where a remedy is tried: torch's, the compile's, generate()'s settings
+    for path, value in remedy.get("config", {}).items():  # by dotted name: torch._dynamo.config.recompile_limit
+        setattr(importlib.import_module(path.rpartition(".")[0]), path.rpartition(".")[2], value)
+    compile_config = transformers.CompileConfig(**{
+        "backend": params["compile_backend"], "fullgraph": True, "dynamic": False, "mode": "default",
+        "options": compile_options(params["compile_backend"]), **remedy.get("compile", {})})
     if not str(device).startswith(("neuron", "cuda")):
         compile_config._compile_all_devices = True  # generate() compiles by itself only on accelerators
-    # Whisper's generate() returns the bare new tokens, without its start token, unless asked for its output object
-    # (the reference's form): speech recognition always asks for it.
+    # Whisper's generate() returns its new tokens without its start token unless asked for its output object: asked
     as_output = {"return_dict_in_generate": True} if params.get("task") == "automatic-speech-recognition" else {}
     return {**generation_kwargs(tokenizer, params["max_new_tokens"]), "cache_implementation": "static",
-            "compile_config": compile_config, **as_output}
+            "compile_config": compile_config, **as_output, **remedy.get("generate", {})}
 
 
 def generation_kwargs(tokenizer, n):
@@ -87,17 +88,15 @@ def generate(model, inputs, kwargs):
 
 
 def generated_tokens(model, sequences, prompt_len, decoder_prompt_len=1):
-    """The new tokens of the first sequence (an encoder-decoder's output starts after its start token instead, or
-    after the decoder prompt it was given); ``sequences`` may be generate()'s output object."""
+    """The first sequence's new tokens (an encoder-decoder's: after its decoder prompt), of generate()'s output."""
     sequences = getattr(sequences, "sequences", sequences)
     start = decoder_prompt_len if getattr(model.config, "is_encoder_decoder", False) else prompt_len
     return sequences[0, start:].tolist()
 
 
 def new_tokens(model, output, inputs):
-    """The new tokens of generate()'s output for these inputs: after the prompt, or the one start token generate()
-    makes when given no input_ids (audio alone); an encoder-decoder's after its decoder prompt (a speech model's
-    language and task tokens), else after its one start token."""
+    """The new tokens of generate()'s output: after the prompt, or after the one start token generate() makes given no
+    input_ids (audio alone); an encoder-decoder's after its decoder prompt (a speech model's language and task)."""
     return generated_tokens(model, output, prompt_length(inputs) or 1,
                             prompt_length(inputs, "decoder_input_ids") or 1)
 
@@ -128,8 +127,8 @@ def load(params, device, sharded=False):
 
     dtype = getattr(torch, params["dtype"])
     common = {"trust_remote_code": params["trust_remote_code"], "revision": params["revision"]}
-    weights = {**common, **(sharding_kwargs(params) if sharded else {})}  # render: sharded only
-    weights = common  # render: one core only
+    remedy = (params.get("remedy") or {}).get("load", {})  # a remedy's from_pretrained arguments, where one is tried
+    weights = {**common, **remedy, **(sharding_kwargs(params) if sharded else {})}
     model, tokenizer, inputs = LOADERS[params["task"]](params, dtype, common, weights)
     model.eval()
     if sharded:
@@ -280,7 +279,7 @@ def reference_run(params):
     import torch
 
     try:
-        model, tokenizer, inputs = load(params, "cpu")
+        model, tokenizer, inputs = load({**params, "remedy": None}, "cpu")  # the recipe as it is, remedy or not
         torch.manual_seed(0)  # the same noise as the device's generate() draws (see generate)
         with torch.inference_mode():
             out = model.generate(**inputs, **generation_kwargs(tokenizer, params["max_new_tokens"]),
@@ -288,8 +287,7 @@ def reference_run(params):
         top = [torch.topk(step[0].float(), params["top_k"]) for step in out.logits]  # per generated position
         tokens = new_tokens(model, out, inputs)
         return {"ok": True, "mode": "reference", "tokens": tokens,
-                "text": tokenizer.decode(tokens, skip_special_tokens=True),
-                "top_ids": [ids.tolist() for _, ids in top],
+                "text": tokenizer.decode(tokens, skip_special_tokens=True), "top_ids": [ids.tolist() for _, ids in top],
                 "top_logits": [[round(v, 6) for v in values.tolist()] for values, _ in top]}
     except BaseException as exc:  # noqa: BLE001
         return failed(exc, "reference", {})

@@ -16,7 +16,7 @@ the rendered run.py as a module (exactly the text the row stores), wraps the fil
 nothing compiled: after a compiled failure, does the device run it at all? On a sharded run every rank is measured
 and the row carries rank 0's figures (a failing rank's, when one fails). ``core.versions.MEASURING_VERSION`` is the
 row's ``harness_version``: it changes when this file does (tests/test_measure.py fails until it is bumped), while
-the recipe is identified by its run.py's text.
+the recipe is identified by its run.py's code (core/code_identity.py).
 """
 
 from __future__ import annotations
@@ -44,42 +44,23 @@ QUICK_CALL_S = 2.0
 REASONS_KEPT = 3  # the last recompile reasons a row keeps
 
 
-class RunPy:
-    """A rendered run.py as the measuring sees it: only the names its recipe declares in ``MEASURED`` may be read or
-    replaced, so the contract between the recipes and this file is written in the recipes, and a name renamed on one
-    side fails in one line here instead of somewhere deep in a run. ``module`` is the file's module itself."""
-
-    def __init__(self, module, path: str):
-        declared = getattr(module, "MEASURED", None)
-        if declared is None:
-            raise RuntimeError(f"{path} declares no MEASURED names: not a run.py this measuring "
-                               f"(measuring {MEASURING_VERSION}) knows; render it again (neuronhelpers render MODEL)")
-        object.__setattr__(self, "module", module)
-        object.__setattr__(self, "declared", frozenset(declared))
-        object.__setattr__(self, "path", path)
-
-    def _check(self, name: str) -> None:
-        if name not in self.declared:
-            raise AttributeError(f"{self.path} does not declare {name!r} in MEASURED: the measuring may not use it")
-
-    def __getattr__(self, name: str):
-        self._check(name)
-        try:
-            return getattr(self.module, name)
-        except AttributeError:
-            raise RuntimeError(f"{self.path} declares {name!r} in MEASURED but defines no such name") from None
-
-    def __setattr__(self, name: str, value) -> None:
-        self._check(name)
-        setattr(self.module, name, value)
-
-
-def load_run_py(path: str) -> RunPy:
-    """The rendered run.py as a module (not run as __main__): its declared functions, to be wrapped and called."""
+def load_run_py(path: str):
+    """The rendered run.py as a module (not run as __main__), to be wrapped and called. The measuring reads or replaces
+    only the names the recipe declares in its ``MEASURED`` (tests/test_measure.py holds this file to them); a file
+    that declares none, or lacks one it declares, is refused here in one line rather than somewhere deep in a run."""
     spec = importlib.util.spec_from_file_location("run_py", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return RunPy(module, path)
+    declared = getattr(module, "MEASURED", None)
+    if declared is None:
+        raise RuntimeError(f"{path} declares no MEASURED names: not a run.py this measuring "
+                           f"(measuring {MEASURING_VERSION}) knows; render it again (neuronhelpers render MODEL)")
+    sharded = module.PARAMS.get("cores", 1) > 1
+    missing = [name for name in declared if not hasattr(module, name) and (name != "rank_main" or sharded)]
+    if missing:
+        raise RuntimeError(f"{path} declares {', '.join(missing)} in MEASURED but defines no such name: render it "
+                           "again (neuronhelpers render MODEL)")
+    return module
 
 
 def main(argv: list[str]) -> int:

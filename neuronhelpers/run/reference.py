@@ -54,7 +54,8 @@ def recipe_identity(library: str) -> str:
 
 
 def reference_key(params: dict) -> str | None:
-    identity = checkpoint_identity(params["model_path"])
+    twin = params.get("twin_files")  # a twin named by its id: its files' digest says what it is
+    identity = f"twin:{twin['digest']}" if twin else checkpoint_identity(params["model_path"])
     if identity is None:
         return None
     library = params.get("library", vocab.TRANSFORMERS)

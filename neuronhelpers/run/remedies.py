@@ -15,7 +15,7 @@ from pathlib import Path
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.protocol import MAX_NEW_TOKENS
-from neuronhelpers.recipes.remedies import MAX_REMEDY_RUNS, REMEDIES, remedies_for
+from neuronhelpers.recipes.remedies import MAX_REMEDY_RUNS, REMEDIES, remedies_for, remedy_entry
 
 # Recompiles that grow with the tokens generated: at least this share of the decode steps recompiled.
 PER_TOKEN_SHARE = 0.5
@@ -34,7 +34,7 @@ def try_remedies(planned, row: dict, workdir: str | Path | None = None, **run_kw
         return []
     tried = []
     for remedy in remedies_for(row.get("cause"))[:MAX_REMEDY_RUNS]:
-        remedied = dataclasses.replace(planned, params={**planned.params, "remedy": remedy.name})
+        remedied = dataclasses.replace(planned, params={**planned.params, "remedy": remedy_entry(remedy.name)})
         outcome = run_model(remedied, workdir=workdir / f"remedy-{remedy.name}", **run_kwargs)
         tried.append(remedy_record(remedy.name, outcome))
         if outcome["result"] == vocab.PASS and not remedy.changes_computation:

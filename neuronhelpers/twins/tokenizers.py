@@ -2,13 +2,21 @@
 (broken) English: the byte-level BPE of the transformers twins (text and vision-language, with whatever named tokens
 a processor asks for) and the real tokenizer classes of the library twins (BERT WordPiece, Qwen2 BPE, CLIP BPE,
 T5 Unigram). A leaf: imports nothing of the package.
+
+Three of the tokenizers library's trainers (WordPiece, BPE with an end-of-word suffix, Unigram) break ties in hash
+order, which differs per process: the same corpus gives another vocabulary on every build, so another twin's files and
+outputs. Those three are trained once (``python -m neuronhelpers.twins.tokenizers``) and their vocabularies kept as
+package data (``data/twin_tokenizers.json``): a twin built anywhere with the same releases has the same files, which is
+what a twin's run.py checks (twins/rerun.py). The byte-level BPE trainer is deterministic and trains at build time.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from functools import lru_cache
+from importlib import resources
 
 CORPUS = """\
 The quick brown fox jumps over the lazy dog. A model that runs on Trainium must load, compile and
@@ -120,17 +128,52 @@ def _bpe(special: list[str], suffix: str | None = None, lowercase: bool = False)
     return model["vocab"], [tuple(pair) for pair in model["merges"]]
 
 
-def bert_tokenizer(max_length: int):
+FROZEN_FILE = "twin_tokenizers.json"  # in neuronhelpers/data: the vocabularies trained once (above)
+# Each frozen vocabulary: its special tokens, and for a Unigram its size.
+WORDPIECE_SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+CLIP_SPECIAL = ["<|startoftext|>", "<|endoftext|>"]
+T5_SPECIAL = ["<pad>", "</s>", "<unk>"]
+XLM_SPECIAL = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+
+
+def _train_wordpiece() -> dict:
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
-    from transformers import BertTokenizer
 
     wordpiece = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     wordpiece.normalizer = normalizers.BertNormalizer(lowercase=True)
     wordpiece.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=400, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
-                                        show_progress=False)
+    trainer = trainers.WordPieceTrainer(vocab_size=400, special_tokens=WORDPIECE_SPECIAL, show_progress=False)
     wordpiece.train_from_iterator(_lines(), trainer)
-    return BertTokenizer(vocab=wordpiece.get_vocab(), do_lower_case=True, model_max_length=max_length)
+    return dict(sorted(wordpiece.get_vocab().items(), key=lambda item: item[1]))
+
+
+def _train_unigram(special: list[str]) -> list:
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    unigram = Tokenizer(models.Unigram())
+    unigram.pre_tokenizer = pre_tokenizers.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=special, unk_token="<unk>", show_progress=False)
+    unigram.train_from_iterator(_lines(), trainer)
+    return json.loads(unigram.to_str())["model"]["vocab"]
+
+
+def train_frozen() -> dict:
+    """The vocabularies whose trainers are not deterministic, trained on the corpus (what the data file holds)."""
+    vocab, merges = _bpe(CLIP_SPECIAL, suffix="</w>", lowercase=True)
+    return {"wordpiece": _train_wordpiece(), "clip": {"vocab": vocab, "merges": [list(pair) for pair in merges]},
+            "t5": _train_unigram(T5_SPECIAL), "xlm_roberta": _train_unigram(XLM_SPECIAL)}
+
+
+@lru_cache(maxsize=1)
+def frozen() -> dict:
+    """The vocabularies trained once (``train_frozen``), as the package keeps them."""
+    return json.loads(resources.files("neuronhelpers.data").joinpath(FROZEN_FILE).read_text())
+
+
+def bert_tokenizer(max_length: int):
+    from transformers import BertTokenizer
+
+    return BertTokenizer(vocab=dict(frozen()["wordpiece"]), do_lower_case=True, model_max_length=max_length)
 
 
 def qwen_tokenizer(max_length: int):
@@ -144,21 +187,15 @@ def qwen_tokenizer(max_length: int):
 def clip_tokenizer():
     from transformers import CLIPTokenizer
 
-    vocab, merges = _bpe(["<|startoftext|>", "<|endoftext|>"], suffix="</w>", lowercase=True)
-    return CLIPTokenizer(vocab=vocab, merges=merges, model_max_length=77)  # CLIP's fixed prompt length
+    clip = frozen()["clip"]
+    return CLIPTokenizer(vocab=dict(clip["vocab"]), merges=[tuple(pair) for pair in clip["merges"]],
+                         model_max_length=77)  # CLIP's fixed prompt length
 
 
 def t5_tokenizer():
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import T5Tokenizer
 
-    unigram = Tokenizer(models.Unigram())
-    unigram.pre_tokenizer = pre_tokenizers.Metaspace()
-    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=["<pad>", "</s>", "<unk>"], unk_token="<unk>",
-                                      show_progress=False)
-    unigram.train_from_iterator(_lines(), trainer)
-    vocab = [tuple(piece) for piece in json.loads(unigram.to_str())["model"]["vocab"]]
-    return T5Tokenizer(vocab=vocab, extra_ids=0, model_max_length=512)
+    return T5Tokenizer(vocab=[tuple(piece) for piece in frozen()["t5"]], extra_ids=0, model_max_length=512)
 
 
 def gemma_tokenizer(max_length: int = 512):
@@ -194,15 +231,16 @@ def glm_tokenizer(max_length: int = 1024):
 
 
 def xlm_roberta_tokenizer(max_length: int = 77):
-    """An XLMRobertaTokenizer (Kandinsky 2.1's multilingual CLIP): a Unigram trained on the corpus, with its named
-    tokens."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    """An XLMRobertaTokenizer (Kandinsky 2.1's multilingual CLIP): a Unigram trained on the corpus (frozen), with its
+    named tokens."""
     from transformers import XLMRobertaTokenizer
 
-    unigram = Tokenizer(models.Unigram())
-    unigram.pre_tokenizer = pre_tokenizers.Metaspace()
-    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-                                      unk_token="<unk>", show_progress=False)
-    unigram.train_from_iterator(_lines(), trainer)
-    vocab = [tuple(piece) for piece in json.loads(unigram.to_str())["model"]["vocab"]]
-    return XLMRobertaTokenizer(vocab=vocab, model_max_length=max_length)
+    return XLMRobertaTokenizer(vocab=[tuple(piece) for piece in frozen()["xlm_roberta"]], model_max_length=max_length)
+
+
+if __name__ == "__main__":  # train the frozen vocabularies again and write them where the package reads them
+    target = resources.files("neuronhelpers.data").joinpath(FROZEN_FILE)
+    with open(str(target), "w") as out:
+        json.dump(train_frozen(), out, indent=0, ensure_ascii=False)
+        out.write("\n")
+    sys.stdout.write(f"wrote {target}\n")

@@ -228,10 +228,10 @@ def _no_row_html(model_id: str, hint: str) -> str:
 
 def remedy_lines(model_id: str, value) -> list[str]:
     """A FAIL's remedies as tried (run/remedies.py): what made it run and at what cost, and for each remedy the one
-    line its run.py adds, with the command that prints that run.py."""
+    line its run.py adds (its PARAMS entry), with the command that prints that run.py."""
     import json
 
-    from neuronhelpers.recipes.remedies import REMEDIES
+    from neuronhelpers.recipes.remedies import REMEDIES, remedy_line
     from neuronhelpers.run.remedies import remedies_line
 
     summary = remedies_line(value)
@@ -241,8 +241,8 @@ def remedy_lines(model_id: str, value) -> list[str]:
     for tried in json.loads(value):
         remedy = REMEDIES.get(tried.get("remedy"))
         if remedy is not None:
-            lines.append(f"{tried['result']} with `{remedy.label}`: neuronhelpers render {model_id} --remedy "
-                         f"{remedy.name}")
+            lines.append(f"{tried['result']} with `{remedy_line(remedy.name)}`: neuronhelpers render {model_id} "
+                         f"--remedy {remedy.name}")
     return lines
 
 
