@@ -70,7 +70,7 @@ def test_ci_runs_the_readmes_test_command():
 
 
 COMMANDS = ("run", "plan", "sweep", "demo", "causes", "diff", "publish", "contribute", "check", "app", "cache",
-            "rankings", "snapshot", "doctor", "card", "render", "twins", "checkpoints", "repro")
+            "rankings", "snapshot", "doctor", "card", "render", "twins", "checkpoints", "repro", "rerun")
 
 
 def _listed_commands(help_text: str) -> dict[str, str]:

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from conftest import result_row, run_cli
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.recipes import render
 from neuronhelpers.run import reference
@@ -68,6 +69,7 @@ def test_a_twins_stored_run_py_reruns_as_a_plain_file_in_a_fresh_home(tmp_path):
     NEURONHELPERS_HOME): it builds the twin, checks its files and writes the row's tokens. With another twin's digest
     it ends in one line saying which neuronhelpers builds the row's; without neuronhelpers, in one line naming it."""
     from neuronhelpers.run.harness import run_model
+    from neuronhelpers.store import dataset
 
     row = run_model("tiny/qwen3", backend="cpu")
     assert row["result"] == "PASS", row.get("error")
@@ -94,3 +96,69 @@ def test_a_twins_stored_run_py_reruns_as_a_plain_file_in_a_fresh_home(tmp_path):
                           timeout=300)
     assert proc.returncode == 1 and proc.stderr.strip() == (
         f"tiny/qwen3 is a neuronhelpers twin: install {params['twin_files']['built_by']}, rerun")
+
+    # `neuronhelpers rerun` does the same for a results folder: run.py, then run.py --reference, judged as the sweep
+    dataset.append_rows(tmp_path / "results", [row])
+    proc = run_cli("rerun", str(tmp_path / "results"), "--sample", "5", "--no-progress", timeout=900)
+    assert proc.returncode == 0 and proc.stdout.strip() == "1 of 1 reproduced", proc.stdout + proc.stderr[-2000:]
+
+
+def _rows(pair):
+    compiler, library = pair
+    common = dict(compiler_version=compiler, library_version=library, run_py="PARAMS = {}")
+    return [result_row("tiny/a", **common), result_row("tiny/b", "FAIL", **common),
+            result_row("tiny/st-a", task="feature-extraction", library="sentence-transformers", **{
+                **common, "library_version": __import__("sentence_transformers").__version__}),
+            result_row("tiny/t2i-a", task="text-to-image", library="diffusers", **{
+                **common, "library_version": __import__("diffusers").__version__}),
+            result_row("tiny/c", **common), result_row("tiny/old", **{**common, "compiler_version": "0.0.1"}),
+            result_row("tiny/untested", "UNTESTED", stage="twin", error="x", **common),
+            result_row("tiny/no-run-py", **{**common, "run_py": None})]
+
+
+def test_a_rerun_sample_takes_this_pairs_verdicts_across_libraries_and_tasks_first():
+    """Only verdicts of this environment's pair that carry a run.py; a sample of 3 covers three (library, task)
+    groups before it takes a second row of one; an unknown model is refused in one line."""
+    from neuronhelpers.core import versions
+    from neuronhelpers.store import schema
+    from neuronhelpers.sweep.rerun import rows_to_rerun
+
+    pair = (versions.compiler_for(get_backend("cpu"))[1], versions.library_version("transformers"))
+    frame = schema.rows_to_table(_rows(pair)).to_pandas()
+    every = rows_to_rerun(frame)
+    assert sorted(row["model_id"] for row in every) == ["tiny/a", "tiny/b", "tiny/c", "tiny/st-a", "tiny/t2i-a"]
+    drawn = rows_to_rerun(frame, sample=3)
+    assert len({(row["library"], row["task"]) for row in drawn}) == 3
+    assert [row["model_id"] for row in rows_to_rerun(frame, models=["tiny/b"])] == ["tiny/b"]
+    with pytest.raises(Exception, match="no verdict with a run.py for tiny/old in this environment's pair"):
+        rows_to_rerun(frame, models=["tiny/old"])
+
+
+def test_a_rerun_is_judged_against_its_row_verdict_stage_verification_then_tokens():
+    from neuronhelpers.sweep.rerun import difference_from, rerun_lines
+
+    passed = {"result": "PASS", "verification": "exact", "stage": None, "tokens": [1, 2, 3]}
+    assert difference_from(passed, {**passed}) is None
+    assert difference_from(passed, {**passed, "tokens": [1, 2, 4]}) == ("tokens differ from the row's at position 2 "
+                                                                       "of 3")
+    assert difference_from(passed, {**passed, "verification": "within_tolerance"}) == (
+        "verification 'within_tolerance', the row's 'exact'")
+    assert difference_from(passed, {"result": "FAIL", "stage": "compile"}) == "result 'FAIL', the row's 'PASS'"
+    failed = {"result": "FAIL", "stage": "compile", "verification": None, "tokens": None}
+    assert difference_from(failed, {**failed, "stage": "run"}) == "stage 'run', the row's 'compile'"
+    assert difference_from(failed, {**failed, "verification": "exact"}) is None  # a FAIL's verification: not compared
+    # embeddings and images: the row's output digest (means over parts of the output), within the row's tolerance
+    from neuronhelpers.verdict.verify import output_digest
+
+    embeddings = [[float(i * j) / 7 for i in range(16)] for j in range(3)]
+    digest = output_digest("sentence-transformers", {"embeddings": embeddings})
+    assert len(digest) == 3 * 8 and output_digest("transformers", {"tokens": [1]}) is None
+    encoded = {"result": "PASS", "verification": "within_tolerance", "output_digest": digest, "tolerance": 0.01}
+    nudged = output_digest("sentence-transformers", {"embeddings": [[v + 0.005 for v in row] for row in embeddings]})
+    assert difference_from(encoded, {**encoded, "output_digest": nudged}) is None
+    moved = output_digest("sentence-transformers", {"embeddings": [[v + 0.02 for v in row] for row in embeddings]})
+    assert difference_from(encoded, {**encoded, "output_digest": moved}) == (
+        "its output lies 0.02 from the row's (the row's tolerance 0.01)")
+    lines = rerun_lines([{"model_id": "tiny/a", "reproduced": True, "difference": None},
+                         {"model_id": "tiny/b", "reproduced": False, "difference": "stage 'run', the row's 'compile'"}])
+    assert lines == ["1 of 2 reproduced", "  tiny/b: stage 'run', the row's 'compile'"]

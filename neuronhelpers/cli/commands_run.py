@@ -142,6 +142,23 @@ def cmd_render(args) -> int:
     return 0
 
 
+def cmd_rerun(args) -> int:
+    """Rows rerun as written (sweep/rerun.py): 'N of M reproduced', each that did not with its difference; exit 1
+    when any did not."""
+    from neuronhelpers.core.settings import catalog_dir, no_catalog_words
+    from neuronhelpers.sweep.rerun import rerun, rerun_lines
+
+    results = catalog_dir(args.results)
+    if results is None:
+        raise UserError(no_catalog_words(args.results))
+    if args.sample is not None and args.sample < 1:
+        raise UserError(f"--sample {args.sample}: give a number of rows, 1 or more")
+    outcomes = rerun(results, sample=args.sample, models=args.model, seed=args.seed, timeout=args.timeout,
+                     progress=not args.no_progress)
+    print("\n".join(rerun_lines(outcomes)))
+    return 0 if all(outcome["reproduced"] for outcome in outcomes) else 1
+
+
 def _sweep(models: list[str], args, backend, include_excluded: bool) -> list[dict]:
     """The sweep itself, on the Ray cluster that ``--ray`` names or locally (``--jobs`` at once)."""
     memory = int(args.memory_limit_gb * 2**30) if args.memory_limit_gb else None

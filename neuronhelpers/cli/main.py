@@ -109,6 +109,18 @@ def _sweep_commands(command, backend) -> None:
     _sweep_args(p)
     p.set_defaults(func=commands_run.cmd_demo)
 
+    p = command("rerun", "run rows' stored run.py again as written, in a fresh NEURONHELPERS_HOME, and say which "
+                         "reproduce their row (this environment's version pair)")
+    p.add_argument("results", nargs="?", default=None,
+                   help="dataset folder (default: the catalog, ./catalog or the clone's beside the package)")
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="N rows drawn across libraries and tasks (default: every verdict of the pair)")
+    p.add_argument("--model", action="append", default=None, metavar="ID", help="this model's row (repeatable)")
+    p.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per run.py call (default 900)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=commands_run.cmd_rerun)
+
 
 def _dataset_commands(command, as_json) -> None:
     """causes, diff, publish, contribute and check: a results dataset read, compared, gated and shared."""

@@ -34,13 +34,11 @@ def device_run(params, rank=None):
         t0 = time.perf_counter()
         pipe = load(params, device)
         timings["load_s"] = time.perf_counter() - t0
-
         stage = "compile"  # the cold call traces the denoiser and the decoder and compiles them
         denoiser = compile_pipeline(pipe, params["compile_backend"])
         t0 = time.perf_counter()
         cold = draw(pipe, params)
         timings["first_call_s"] = time.perf_counter() - t0
-
         stage = "run"  # the warm call runs the compiled graphs
         t0 = time.perf_counter()
         image = draw(pipe, params)

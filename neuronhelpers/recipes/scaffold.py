@@ -22,8 +22,7 @@ import traceback
 PARAMS = {}  # rendered: the model's parameters (core/parameters.py declares each)
 
 # ---- the twin ----------------------------------------------------------------------------------------------
-# The model is one of neuronhelpers' tiny twins, named by id and by its files' digest: neuronhelpers builds it here if
-# missing, with the files this run.py tested (the one thing a run.py takes from neuronhelpers, and only a twin's).
+# A neuronhelpers twin, named by id and files' digest: built here if missing, the files this run tested (twins only).
 if "twin_files" in PARAMS:
     try:
         from neuronhelpers.twins.rerun import twin_folder

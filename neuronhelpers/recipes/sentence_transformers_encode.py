@@ -35,13 +35,11 @@ def device_run(params, rank=None):
         t0 = time.perf_counter()
         model = load(params, device)
         timings["load_s"] = time.perf_counter() - t0
-
         stage = "compile"  # the cold encode traces the transformer's forward and compiles it
         compile_transformer(model, params["compile_backend"])
         t0 = time.perf_counter()
         cold = encode(model, params)
         timings["first_call_s"] = time.perf_counter() - t0
-
         stage = "run"  # the warm encode runs the compiled graph
         t0 = time.perf_counter()
         embeddings = encode(model, params)

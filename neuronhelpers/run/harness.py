@@ -36,7 +36,7 @@ from neuronhelpers.twins.own import own_of
 from neuronhelpers.verdict.classify import classify_failure
 from neuronhelpers.verdict.declared import declared_fullgraph
 from neuronhelpers.verdict.evidence import eager_columns, evidence_level, speedup, verdict_words
-from neuronhelpers.verdict.verify import check_sensitivity, verify_outputs
+from neuronhelpers.verdict.verify import check_sensitivity, output_digest, verify_outputs
 
 MEASURING = "neuronhelpers.run.measure"  # the module that runs a rendered run.py with the measuring around it
 
@@ -376,7 +376,7 @@ def _device_row(planned: PlannedRun, run: _RunFolder, device: ProcessOutcome) ->
     if payload.get("ok"):
         peak = payload.get("peak_memory_bytes")
         row.update(retraced=payload.get("retraced"), tokens=payload.get("tokens"), text=payload.get("text"),
-                   peak_memory_bytes=peak,
+                   output_digest=output_digest(planned.library, payload), peak_memory_bytes=peak,
                    peak_memory_per_rank=payload.get("peak_memory_per_rank") or ([peak] if peak is not None else None))
     return row
 

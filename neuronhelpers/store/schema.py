@@ -95,6 +95,9 @@ COLUMNS = [
     ("max_abs_diff", pa.float64(), "for embeddings and images: the largest absolute difference from the CPU reference"),
     ("min_cosine", pa.float64(), "for embeddings: the lowest cosine similarity to the CPU reference over the batch"),
     ("psnr_db", pa.float64(), "for images: peak signal-to-noise ratio against the CPU reference image (dB)"),
+    ("output_digest", pa.list_(pa.float64()), "for embeddings and images: means over parts of the output (each "
+     "sentence's vector in 8 slices, the image in 8x8 tiles per channel), which `neuronhelpers rerun` compares within "
+     "`tolerance`"),
     ("items_per_s", pa.float64(), "warm throughput: sentences per second (embeddings) or denoising steps per "
      "second (images)"),
     ("step_s", pa.float64(), "for images: seconds per warm denoising step"),

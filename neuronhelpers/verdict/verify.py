@@ -136,6 +136,38 @@ def verify_image(params: dict, payload: dict, reference: dict) -> dict:
                    bounds["max_abs_diff"], "the image differs", detail)
 
 
+DIGEST_PARTS = 8  # what a row keeps of an embedding or an image: means over this many parts per sentence, per side
+
+
+def output_digest(library: str, payload: dict) -> list[float] | None:
+    """A few numbers of a run's output that the row keeps, so that a rerun is compared with the row within its
+    ``tolerance``: means over parts of the output (a mean moves no more than the largest difference does). Each
+    sentence's embedding in DIGEST_PARTS slices; an image in DIGEST_PARTS x DIGEST_PARTS tiles per channel. None for
+    generated text, whose tokens the row keeps whole."""
+    import torch
+
+    if library == vocab.SENTENCE_TRANSFORMERS:
+        embeddings = torch.tensor(payload["embeddings"], dtype=torch.float64)
+        parts = torch.tensor_split(embeddings, min(DIGEST_PARTS, embeddings.shape[1]), dim=1)
+        return torch.stack([part.mean(dim=1) for part in parts], dim=1).flatten().tolist()
+    if library == vocab.DIFFUSERS:
+        image = decode_image(payload).double()
+        planes = image.reshape(-1, *image.shape[-2:])  # (channels, height, width): run.py's images are channels first
+        return torch.nn.functional.adaptive_avg_pool2d(planes, DIGEST_PARTS).flatten().tolist()
+    return None
+
+
+def digest_difference(row_digest, again, tolerance: float) -> str | None:
+    """How far a rerun's output digest lies from the row's, in words, when farther than ``tolerance``; else None."""
+    if row_digest is None or again is None:
+        return None
+    if len(row_digest) != len(again):
+        return f"its output has {len(again)} digest values, the row's {len(row_digest)}"
+    largest = max((abs(a - b) for a, b in zip(row_digest, again, strict=True)), default=0.0)
+    return None if largest <= tolerance else (f"its output lies {largest:.3g} from the row's (the row's tolerance "
+                                             f"{tolerance:g})")
+
+
 # One check per library's recipe: its name -> (params, device payload, reference payload) -> row columns.
 VERIFIERS = {vocab.TRANSFORMERS: verify_tokens, vocab.SENTENCE_TRANSFORMERS: verify_embeddings,
              vocab.DIFFUSERS: verify_image}
