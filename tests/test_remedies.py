@@ -59,7 +59,8 @@ def test_a_remedy_is_one_params_entry_and_the_unmodified_run_py_carries_none():
 
 def test_the_recipe_reads_each_remedys_settings_at_its_extension_point(tmp_path, monkeypatch):
     """Each remedy's entry reaches what it names, through the rendered run.py's own functions: torch's config (set
-    before anything compiles), torch.compile's and generate()'s arguments, from_pretrained's; none without a remedy."""
+    before anything compiles), the static cache's layer classes, torch.compile's and generate()'s arguments,
+    from_pretrained's; none without a remedy."""
     import importlib
 
     from neuronhelpers.recipes.remedies import EXTENSION_POINTS
@@ -70,11 +71,16 @@ def test_the_recipe_reads_each_remedys_settings_at_its_extension_point(tmp_path,
         for path in remedy.settings.get("config", {}):  # each dotted name is a setting torch has
             module, _, setting = path.rpartition(".")
             saved[path] = (importlib.import_module(module), setting, getattr(importlib.import_module(module), setting))
+    import transformers.cache_utils as cache_utils
+
+    layers = dict(cache_utils.STATIC_LAYER_TYPE_MAPPING)  # a remedy's cache_layers change it: restored too
     try:
         _each_extension_point(tmp_path, monkeypatch)
     finally:
         for config, setting, value in saved.values():
             setattr(config, setting, value)
+        cache_utils.STATIC_LAYER_TYPE_MAPPING.clear()
+        cache_utils.STATIC_LAYER_TYPE_MAPPING.update(layers)
 
 
 def _each_extension_point(tmp_path, monkeypatch):
@@ -112,6 +118,12 @@ def _each_extension_point(tmp_path, monkeypatch):
     module = run_py("dynamic_window")
     module.compiled_generation_kwargs(module.PARAMS, "cpu", tokenizer)
     assert torch.compiler.config.dynamic_sources == r".*cumulative_length_int"
+    import transformers.cache_utils as cache_utils
+
+    module = run_py("full_static_within_window")
+    module.compiled_generation_kwargs(module.PARAMS, "cpu", tokenizer)
+    assert cache_utils.STATIC_LAYER_TYPE_MAPPING["sliding_attention"] is cache_utils.StaticLayer
+    assert cache_utils.STATIC_LAYER_TYPE_MAPPING["chunked_attention"] is cache_utils.StaticLayer
     module = run_py("attn_eager")
     module.load(module.PARAMS, "cpu")
     assert loaded["attn_implementation"] == "eager"

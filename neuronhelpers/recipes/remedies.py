@@ -2,7 +2,8 @@
 
 A remedy is data the recipe reads, never a change to its code: one entry, ``PARAMS["remedy"]``, naming the remedy and
 its settings for the recipe's extension points (``config``: torch's settings by dotted name, set before anything
-compiles; ``compile``: torch.compile's; ``generate``: generate()'s; ``load``: from_pretrained's). The unmodified
+compiles; ``cache_layers``: the static cache's layer class per layer type; ``compile``: torch.compile's; ``generate``:
+generate()'s; ``load``: from_pretrained's). The unmodified
 run.py carries no such entry, and a remedy's run.py differs from it by that one line
 (``neuronhelpers render MODEL --remedy NAME``). The fallback of a failed compile to eager stays refused in every run,
 remedies included (the Trainium contract): ``fullgraph=False`` lets dynamo split the graph where it cannot trace, it
@@ -19,7 +20,9 @@ import re
 from dataclasses import dataclass, field
 
 MAX_REMEDY_RUNS = 3
-EXTENSION_POINTS = ("config", "compile", "generate", "load")  # what the transformers recipe reads of a remedy
+# What the transformers recipe reads of a remedy: torch's settings by dotted name, the static cache's layer class per
+# layer type (transformers.cache_utils.STATIC_LAYER_TYPE_MAPPING), torch.compile's, generate()'s, from_pretrained's.
+EXTENSION_POINTS = ("config", "cache_layers", "compile", "generate", "load")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,12 @@ REMEDIES = {remedy.name: remedy for remedy in (
            "where dynamo cannot trace a piece, it breaks the graph there and compiles the rest; each break is a return "
            "to Python on every step (graph_breaks counts them)",
            {"compile": {"fullgraph": False}}),
+    Remedy("full_static_within_window", "sliding layers as full StaticLayer (while the sequence fits the window)",
+           "inside its window a sliding layer computes what a full one does; as a plain static layer it has no Python "
+           "int for dynamo to guard at every step: static shapes, one graph, nothing symbolic (issue 56 adds it to the "
+           "ladder with the check that the test's sequence fits the window)",
+           {"cache_layers": {"sliding_attention": "StaticLayer", "chunked_attention": "StaticLayer"}},
+           caveat="identical to the model only while prompt + new tokens fit its sliding_window"),
     Remedy("attn_eager", 'attn_implementation="eager"',
            "the failure is inside transformers' SDPA attention; its eager attention computes the same softmax(QK^T)V "
            "with plain tensor operations (tried on kosmos-2, 5.24.0: it then fails in the model's own mask code)",

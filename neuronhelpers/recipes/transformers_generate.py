@@ -58,9 +58,12 @@ def compiled_generation_kwargs(params, device, tokenizer):
 
     import transformers
 
-    remedy = params.get("remedy") or {}  # where a remedy is tried: torch's, the compile's, generate()'s settings
+    remedy = params.get("remedy") or {}  # where a remedy is tried: its settings (recipes/remedies.py in neuronhelpers)
     for path, value in remedy.get("config", {}).items():  # by dotted name: torch._dynamo.config.recompile_limit
         setattr(importlib.import_module(path.rpartition(".")[0]), path.rpartition(".")[2], value)
+    cache_utils = importlib.import_module("transformers.cache_utils")
+    for kind, name in remedy.get("cache_layers", {}).items():  # the static cache's layer class, per layer type
+        cache_utils.STATIC_LAYER_TYPE_MAPPING[kind] = getattr(cache_utils, name)
     compile_config = transformers.CompileConfig(**{
         "backend": params["compile_backend"], "fullgraph": True, "dynamic": False, "mode": "default",
         "options": compile_options(params["compile_backend"]), **remedy.get("compile", {})})
@@ -111,12 +114,10 @@ class NotCompiled(RuntimeError):
     """generate() ran without the compiled forward the recipe asks for."""
 
     def __init__(self, model=None):
-        config = getattr(model, "generation_config", None)
-        if getattr(config, "use_cache", None) is False:  # Yi-1.5, Qwen3-4B: their config.json says use_cache false
-            why = "its config sets use_cache: false, so nothing was compiled; pass use_cache=True to generate()"
-        else:
-            why = ("transformers did not compile it (no compileable static cache for this architecture, or it opts out "
-                   "of compilation)")
+        config = getattr(model, "generation_config", None)  # Yi-1.5, Qwen3-4B: their config.json says use_cache false
+        why = ("its config sets use_cache: false, so nothing was compiled; pass use_cache=True to generate()"
+               if getattr(config, "use_cache", None) is False else "transformers did not compile it (no compileable "
+               "static cache for this architecture, or it opts out of compilation)")
         super().__init__(f"generate() ran the forward eagerly: {why}")
 
 
@@ -144,8 +145,7 @@ LOADERS = {}  # task -> its loader: (params, dtype, common, weights) -> (model, 
 
 # ---- loading: sharded ----------------------------------------------------------------------------------------
 def sharding_kwargs(params):
-    """from_pretrained's arguments for transformers' own tensor (and expert) parallelism (DistributedConfig: every
-    release the requirements allow has it)."""
+    """from_pretrained's arguments for transformers' own tensor (and expert) parallelism (its DistributedConfig)."""
     import transformers
 
     tp, ep = params["parallelism"].startswith("tp"), "ep" in params["parallelism"]
