@@ -250,8 +250,8 @@ GLOSSARY = {
     "judge": "for a model too large for a CPU reference: a small language model that reads the text and says whether "
              "it is sound English",
     "remedy": "one change to the recipe (a compiler setting, a generate() argument) that `sweep --remedies` tries "
-              "after a FAIL, written into run.py as a parameter; recorded beside the verdict with its cost, never as "
-              "it",
+              "after a FAIL, written into run.py as one more PARAMS entry the recipe reads; recorded beside the "
+              "verdict with its cost, never as it",
     "evidence": "what a verdict stands on: exact > near_tie > within_tolerance > judged for a PASS; for a FAIL, "
                 "whether the model ran eagerly on the same device",
     "TP": "tensor parallelism: each rank holds a slice of every layer's weights",
@@ -275,8 +275,8 @@ DEFINED_IN = {
     "seed columns": "01", "TP": "01", EXCLUDED: "01", UNTESTED: "01", "cause": "01", "Selected list": "01",
     EXACT: "01", "evidence": "01", "recompile": "01", "GGUF": "01", "static cache": "01",
     "NeuronCore": "02", "LNC": "02", "NEFF": "02", "compile cache": "02", "reference": "02",
-    NEAR_TIE: "02", "dynamo": "02", "graph break": "02", "rank": "02",
-    "judge": "03", "remedy": "03",
+    NEAR_TIE: "02", "dynamo": "02", "graph break": "02", "rank": "02", "remedy": "02",
+    "judge": "03",
     "EP": "04",
     "gate": "05",
 }
