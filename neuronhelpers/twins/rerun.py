@@ -40,12 +40,17 @@ def builder_named() -> str:
 
     from neuronhelpers.core.versions import __version__
 
+    package = Path(__file__).parents[1]
     try:
-        # "+edited": the checkout had changes not committed (the commit alone does not build the same twin then)
-        commit = subprocess.run(["git", "describe", "--always", "--abbrev=12", "--dirty=+edited"],
-                                cwd=Path(__file__).parent, capture_output=True, text=True, timeout=10).stdout.strip()
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=package, capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+        # "+edited": the package's own files had changes not committed (the commit alone does not build the same twin
+        # then); a sweep writing into the checkout's catalog does not count
+        edited = commit and subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=package,
+                                           capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):  # not a checkout, or no git: the version alone names it
-        commit = ""
+        commit, edited = "", ""
+    commit += "+edited" if edited else ""
     at = f" at commit {commit}" if commit else ""
     return (f"neuronhelpers {__version__}{at}, torch {torch.__version__.split('+')[0]}, "
             f"transformers {transformers.__version__}")
