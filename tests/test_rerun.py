@@ -59,6 +59,8 @@ def test_a_twins_run_py_names_it_by_id_and_files_and_its_reference_is_keyed_by_t
     key = reference.reference_key(params)
     assert key is not None and key != reference.reference_key(
         {**params, "twin_files": {**params["twin_files"], "digest": "0" * 64}})
+    # the same files built by another commit reuse the reference: the digest, not the builder, says what they are
+    assert key == reference.reference_key({**params, "twin_files": {**params["twin_files"], "built_by": "another"}})
     not_a_twin = render.render_run_py({k: v for k, v in params.items() if k != "twin_files"})
     assert "neuronhelpers.twins" not in not_a_twin and "# ---- the twin" not in not_a_twin  # that section: twins' only
 

@@ -28,7 +28,7 @@ from neuronhelpers.core.vocab import (
 from neuronhelpers.models.shelf import shelved
 from neuronhelpers.twins import build
 from neuronhelpers.twins.corpus import PROVENANCE_KEYS, model_id_of
-from neuronhelpers.twins.rerun import builder_named, twin_files_digest
+from neuronhelpers.twins.rerun import twin_entry
 from neuronhelpers.twins.specs import pipeline_family
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer_config.json")
@@ -139,10 +139,9 @@ def _twin_ref(spec) -> ModelRef:
     path = build.build_twin(spec)
     record = json.loads((path / "TWIN.json").read_text())
     # a twin's run.py names it by id and files, built again where it runs; a folder's twin has only its folder
-    by_id = spec.own is None or model_id_of(spec.key) is not None
+    files = twin_entry(path) if spec.own is None or model_id_of(spec.key) is not None else {}
     return ModelRef(spec.model_id, str(path), spec.task, spec.model_type, twin_of=spec.model_type,
-                    twin_digest=twin_files_digest(path) if by_id else None, twin_built_by=builder_named() if by_id
-                    else None,
+                    twin_digest=files.get("digest"), twin_built_by=files.get("built_by"),
                     weights=TWIN_WEIGHTS, revision=files_digest(path), twin_from=record.get("twin_from"),
                     config_digest=record.get("config_digest"), config_changes=record.get("config_changes"),
                     config_source=tuple((key, record.get(key)) for key in PROVENANCE_KEYS)

@@ -3,11 +3,10 @@
 A remedy is data the recipe reads, never a change to its code: one entry, ``PARAMS["remedy"]``, naming the remedy and
 its settings for the recipe's extension points (``config``: torch's settings by dotted name, set before anything
 compiles; ``cache_layers``: the static cache's layer class per layer type; ``compile``: torch.compile's; ``generate``:
-generate()'s; ``load``: from_pretrained's). The unmodified
-run.py carries no such entry, and a remedy's run.py differs from it by that one line
-(``neuronhelpers render MODEL --remedy NAME``). The fallback of a failed compile to eager stays refused in every run,
-remedies included (the Trainium contract): ``fullgraph=False`` lets dynamo split the graph where it cannot trace, it
-never runs a failed compile eagerly.
+generate()'s; ``load``: from_pretrained's). The unmodified run.py carries no such entry, and a remedy's run.py differs
+from it by that one line (``neuronhelpers render MODEL --remedy NAME``). The fallback of a failed compile to eager stays
+refused in every run, remedies included (the Trainium contract): ``fullgraph=False`` lets dynamo split the graph where
+it cannot trace, it never runs a failed compile eagerly.
 
 ``LADDER`` maps a cause's signature (verdict/causes.py) to the remedies to try, in order; ``sweep --remedies`` tries at
 most ``MAX_REMEDY_RUNS`` of them after a FAIL and records what each cost beside the verdict, never as it

@@ -95,8 +95,7 @@ def recipe_params(model, backend: Backend, *, dtype: str | None = None, trust_re
     if (cores > 1) != (parallelism != vocab.NO_PARALLELISM):
         raise ValueError(f"{cores} core(s) with parallelism '{parallelism}' is not a plan")
     # a twin found again by its id: run.py names it so, with its files' digest, and builds it where it runs
-    twin = {"digest": model.twin_digest, "built_by": model.twin_built_by} if getattr(model, "twin_digest", None) \
-        else None
+    twin = {"digest": model.twin_digest, "built_by": model.twin_built_by} if model.twin_digest else None
     found = {"model_path": model.model_id, "twin_files": twin} if twin else {"model_path": model.path}
     return recipe_parameters(task=model.task, given={
         "model_id": model.model_id, **found, "backend": backend.name, "device": backend.device,

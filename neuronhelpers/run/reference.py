@@ -62,8 +62,9 @@ def reference_key(params: dict) -> str | None:
     blob = {
         "checkpoint": identity,
         # not where and how the device run happens, nor a remedy (a change to the device's run only: a remedy run is
-        # checked against the unmodified model's reference): core/parameters.py DEVICE_ONLY
-        "params": {k: v for k, v in params.items() if k not in DEVICE_ONLY and k != "model_path"},
+        # checked against the unmodified model's reference): core/parameters.py DEVICE_ONLY; nor where the checkpoint
+        # is or which commit builds a twin's files (the checkpoint identity above says what they are)
+        "params": {k: v for k, v in params.items() if k not in (*DEVICE_ONLY, "model_path", "twin_files")},
         "torch": distribution_version("torch"),
         "transformers": distribution_version("transformers"),
         "library": [library, distribution_version(library)],

@@ -129,7 +129,7 @@ def _bpe(special: list[str], suffix: str | None = None, lowercase: bool = False)
 
 
 FROZEN_FILE = "twin_tokenizers.json"  # in neuronhelpers/data: the vocabularies trained once (above)
-# Each frozen vocabulary: its special tokens, and for a Unigram its size.
+# Each frozen vocabulary's special tokens.
 WORDPIECE_SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 CLIP_SPECIAL = ["<|startoftext|>", "<|endoftext|>"]
 T5_SPECIAL = ["<pad>", "</s>", "<unk>"]
