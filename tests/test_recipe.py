@@ -44,7 +44,7 @@ BUDGETED = {"text-generation": "qwen3", "image-text-to-text": "llava", "feature-
 def test_a_one_core_run_py_holds_only_what_its_model_runs():
     """No launcher, no sharded loading, no other task's loading; the note says how to render the sharded file; the
     sharded text-generation file adds the launcher and its loading only. Each within its line budget on neuron, a
-    twin's file (which names its twin and builds it) too."""
+    twin's file (which names its twin and builds it) and a shelf copy's (which names its files and finds them) too."""
     neuron = get_backend("neuron")
     text = render.render_run_py(render.recipe_params(TEXT, neuron))
     for absent in ("def sharded_run(", "def rank_main(", "def sharding_kwargs(", "def test_image(", "def test_audio(",
@@ -63,6 +63,11 @@ def test_a_one_core_run_py_holds_only_what_its_model_runs():
                 lines = len(render.render_run_py(render.recipe_params(ref, neuron, cores=2, parallelism="tp"))
                             .splitlines())
                 assert lines <= BUDGETS["sharded"], ("sharded", twin, lines)
+        shelf = ModelRef("org/real", "/shelf/org--real", task, model_type, shelf_digest="0" * 64,
+                         shelf_made_by="neuronhelpers checkpoints --install org/real (shelf: gguf Q4_K_M from a 1.0.0, "
+                         "dequantized to float32)")
+        lines = len(render.render_run_py(render.recipe_params(shelf, neuron)).splitlines())
+        assert lines <= BUDGETS[task], (task, "shelf copy", lines)
 
 
 def rendered_namespace(params: dict) -> dict:

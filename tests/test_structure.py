@@ -24,10 +24,11 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-# The one arrow up, by design, not an edge of the package's graph: a twin's run.py (the scaffold's "the twin"
-# section, rendered only for a twin) asks neuronhelpers for the twin's folder; the package never takes this path
-# (docs/design.md section 3).
-RUN_PY_ARROWS = {("neuronhelpers.recipes.scaffold", "neuronhelpers.twins.rerun")}
+# The two arrows up, by design, not edges of the package's graph: a twin's or a shelf copy's run.py (the scaffold's
+# "the twin" and "the shelf copy" sections, rendered only for those rows) asks neuronhelpers for the folder of the
+# files it names; the package never takes these paths (docs/design.md section 3).
+RUN_PY_ARROWS = {("neuronhelpers.recipes.scaffold", "neuronhelpers.twins.rerun"),
+                 ("neuronhelpers.recipes.scaffold", "neuronhelpers.models.shelf")}
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -132,6 +132,12 @@ def sha256_of(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def files_digest(hashes: dict[str, str]) -> str:
+    """One sha256 over a folder's files, each by its relative name and its own sha256 (``{name: sha256}``): what a
+    run.py names a twin or a shelf copy by, the same on any machine that has the same bytes."""
+    return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
+
+
 def file_manifest(folder: str | Path, *, leave_out: tuple[str, ...] = ()) -> dict[str, dict]:
     """Every file under ``folder`` (relative name: size, sha256, modification time), but those named in
     ``leave_out`` (the record itself)."""

@@ -32,10 +32,12 @@ class Parameter:
 PARAMETERS = (
     Parameter("model_id", (str,), "the model the row is about: a Hub id, `tiny/<name>` for a twin, or a folder",
               device_only=True),
-    Parameter("model_path", (str,), "what `from_pretrained` reads: the Hub id, or a local folder (for a twin, its id: "
-              "run.py finds its folder)"),
+    Parameter("model_path", (str,), "what `from_pretrained` reads: the Hub id, or a local folder (for a twin or a "
+              "shelf copy, its id: run.py finds its folder)"),
     Parameter("twin_files", (dict,), "a twin's: the digest of its files and the neuronhelpers, torch and transformers "
               "that build them (run.py builds the twin where it runs, with those files)", optional=True),
+    Parameter("shelf_files", (dict,), "a shelf copy's: the digest of its files and the command that makes them "
+              "(run.py finds them on the shelf or in the Hugging Face cache where it runs)", optional=True),
     Parameter("task", (str,), "the task tested (see Tasks)"),
     Parameter("library", (str,), "the library whose recipe the run.py is (see Libraries)"),
     Parameter("backend", (str,), "`neuron`, `cuda` or `cpu`", device_only=True),

@@ -25,6 +25,7 @@ from neuronhelpers.core.vocab import (
     TEXT_TO_IMAGE,
     is_hub_id,
 )
+from neuronhelpers.models.shelf import copy_entry as shelf_copy_entry
 from neuronhelpers.models.shelf import shelved
 from neuronhelpers.twins import build
 from neuronhelpers.twins.corpus import PROVENANCE_KEYS, model_id_of
@@ -52,6 +53,8 @@ class ModelRef:
     config_source: tuple | None = None  # ... and where it came from: (column, value) pairs (corpus.PROVENANCE_KEYS)
     twin_digest: str | None = None  # a twin found again by its id anywhere: its files' digest (twins/rerun.py) ...
     twin_built_by: str | None = None  # ... and the neuronhelpers, torch and transformers that build those files
+    shelf_digest: str | None = None  # a shelf copy found again by its Hub id anywhere: its files' digest ...
+    shelf_made_by: str | None = None  # ... and the command that makes those files (models/shelf.py copy_entry)
 
     @property
     def is_twin(self) -> bool:
@@ -123,7 +126,9 @@ def resolve_model(model: str, *, task: str | None = None, trust_remote_code: boo
         if copy is not None:  # offline, and the shelf has it: its folder runs under the Hub id
             folder, record = copy
             ref = _checked(model, folder, task, trust_remote_code, model_id=model, path=str(folder))
-            return replace(ref, weights=record["weights"], revision=record["revision"])
+            files = shelf_copy_entry(model, record)
+            return replace(ref, weights=record["weights"], revision=record["revision"], shelf_digest=files["digest"],
+                           shelf_made_by=files["made_by"])
         folder = _hub_snapshot(model)
         ref = _checked(model, folder, task, trust_remote_code, model_id=model, path=model)
         return replace(ref, weights=vocab.WEIGHTS_HUB,

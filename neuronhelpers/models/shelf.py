@@ -9,7 +9,9 @@ dequantization), and writes a plain folder with a PROVENANCE.json under ``NEURON
 into the Hugging Face cache: another tool must not mistake a dequantized copy for the Hub's files.
 
 A shelf copy runs under its Hub id when the Hub cannot be reached (``models.resolve``); its row says where the
-weights came from (``weights``) and which package carried them (``revision``). Taught in notebook 02.
+weights came from (``weights``) and which package carried them (``revision``). Its run.py names the checkpoint by that
+Hub id and the digest of the copy's files (``PARAMS["shelf_files"]``), never by a folder: run anywhere, it asks
+``copy_folder`` for this shelf's copy, or a Hugging Face cache snapshot with the same files. Taught in notebook 02.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 
 from neuronhelpers.core import settings
 from neuronhelpers.core.errors import UserError, first_line, say
-from neuronhelpers.core.integrity import DamagedFile, file_manifest, manifest_mismatch
+from neuronhelpers.core.integrity import DamagedFile, file_manifest, files_digest, manifest_mismatch, sha256_of
 from neuronhelpers.core.vocab import FEATURE_EXTRACTION, TEXT_GENERATION
 
 PROVENANCE = settings.SHELF_PROVENANCE
@@ -134,6 +136,42 @@ def shelf_folder(hub_id: str) -> Path | None:
 def ready_ids() -> list[str]:
     """The Hub ids of the shelf's installed entries, in shelf order (what ``sweep --shelf`` and ``demo`` run)."""
     return [entry.hub_id for entry in SHELF if provenance(entry) is not None]
+
+
+def copy_entry(hub_id: str, record: dict) -> dict:
+    """A shelf row's ``PARAMS["shelf_files"]``: the digest of the copy's files (from its PROVENANCE.json, so a copy of
+    hundreds of MB is not read again) and the command that makes those files, with what they are."""
+    digest = files_digest({name: meta["sha256"] for name, meta in record["files"].items()})
+    return {"digest": digest, "made_by": f"neuronhelpers checkpoints --install {hub_id} ({record['weights']})"}
+
+
+def copy_folder(params: dict) -> str:
+    """The folder of the checkpoint a shelf row's run.py names (``params["model_path"]``, its Hub id, and
+    ``params["shelf_files"]``): this shelf's copy (a damaged one installed again), else a Hugging Face cache snapshot
+    holding the same files. Where neither has them, the run.py ends with one line that says which files it needs and
+    the command that makes them (SystemExit: no traceback)."""
+    hub_id, entry = params["model_path"], params["shelf_files"]
+    try:
+        found = shelved(hub_id)
+    except UserError as exc:  # damaged and not installable again: said in its one line
+        raise SystemExit(str(exc)) from None
+    if found is not None and copy_entry(hub_id, found[1])["digest"] == entry["digest"]:
+        return str(found[0])
+    for snapshot in _hub_snapshots(hub_id):
+        files = {p.relative_to(snapshot).as_posix(): sha256_of(p) for p in sorted(snapshot.rglob("*")) if p.is_file()}
+        if files_digest(files) == entry["digest"]:
+            return str(snapshot)
+    here = "holds other files" if found is not None else "does not hold it"
+    raise SystemExit(f"{hub_id}: this run.py tested the files {entry['digest'][:12]}, and neither the shelf "
+                     f"({shelf_home()}) nor the Hugging Face cache has them here (the shelf {here}): "
+                     f"`{entry['made_by'].split(' (')[0]}` makes them, then rerun")
+
+
+def _hub_snapshots(hub_id: str) -> list[Path]:
+    """The Hugging Face cache's snapshots of a Hub id (none where it has none)."""
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    return sorted((Path(HF_HUB_CACHE) / f"models--{hub_id.replace('/', '--')}" / "snapshots").glob("*"))
 
 
 NOT_INSTALLED = "the shelf of real checkpoints is not installed here (neuronhelpers checkpoints --install)"

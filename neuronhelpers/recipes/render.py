@@ -63,11 +63,12 @@ def _for_plan(name: str, sharded: bool, task: str | None) -> bool:
 
 
 def template_text(library: str = vocab.TRANSFORMERS, sharded: bool = True, task: str | None = None,
-                  twin: bool = False) -> str:
+                  twin: bool = False, shelf: bool = False) -> str:
     """The run.py of a library with an empty parameters block: scaffold and recipe in reading order, whole sections
     chosen for one plan. It holds only what that plan runs: the sharded launcher and loading where it shards (a
     one-core file says how to render one), the loading of its ``task`` alone, the twin's folder for a ``twin``
-    (twins/rerun.py); the defaults give every part but the twin's."""
+    (twins/rerun.py), the shelf copy's for a ``shelf`` row (models/shelf.py); the defaults give every part but those
+    two."""
     _, scaffold = _sections(recipe_source(SCAFFOLD_FILE))
     docstring, recipe = _sections(recipe_source(RECIPE_FILES[library]))
     shared = dict(scaffold)
@@ -82,6 +83,7 @@ def template_text(library: str = vocab.TRANSFORMERS, sharded: bool = True, task:
     shards = any(name == "loading: sharded" for name, _ in recipe)
     launch = [shared["sharded launch"]] if sharded else [ONE_CORE_NOTE] if shards else []
     parts = [docstring.strip() + "\n", shared["imports"], shared["parameters"], *([shared["the twin"]] if twin else []),
+             *([shared["the shelf copy"]] if shelf else []),
              shared["main"],
              shared["the Trainium contract"], *(body for _, body in own), *launch, *helpers, scaffold_helpers,
              _MAIN + '    sys.exit(main(sys.argv[1:]))\n']
@@ -95,8 +97,16 @@ def recipe_params(model, backend: Backend, *, dtype: str | None = None, trust_re
     if (cores > 1) != (parallelism != vocab.NO_PARALLELISM):
         raise ValueError(f"{cores} core(s) with parallelism '{parallelism}' is not a plan")
     # a twin found again by its id: run.py names it so, with its files' digest, and builds it where it runs
-    twin = {"digest": model.twin_digest, "built_by": model.twin_built_by} if model.twin_digest else None
-    found = {"model_path": model.model_id, "twin_files": twin} if twin else {"model_path": model.path}
+    # a twin or a shelf copy found again by its id: run.py names it so, with its files' digest, and finds (a twin:
+    # builds) it where it runs
+    if model.twin_digest:
+        found = {"model_path": model.model_id,
+                 "twin_files": {"digest": model.twin_digest, "built_by": model.twin_built_by}}
+    elif model.shelf_digest:
+        found = {"model_path": model.model_id,
+                 "shelf_files": {"digest": model.shelf_digest, "made_by": model.shelf_made_by}}
+    else:
+        found = {"model_path": model.path}
     return recipe_parameters(task=model.task, given={
         "model_id": model.model_id, **found, "backend": backend.name, "device": backend.device,
         "compile_backend": backend.compile_backend, "dtype": dtype or backend.dtype, "cores": cores,
@@ -114,7 +124,7 @@ def render_run_py(params: dict) -> str:
     check_parameters(params)
     block = "PARAMS = {\n" + "".join(params_line(key, value) + "\n" for key, value in params.items()) + "}"
     template = template_text(params.get("library", vocab.TRANSFORMERS), sharded=params.get("cores", 1) > 1,
-                             task=params.get("task"), twin="twin_files" in params)
+                             task=params.get("task"), twin="twin_files" in params, shelf="shelf_files" in params)
     text, count = _EMPTY_PARAMS.subn(lambda m: block, template, count=1)
     if count != 1:
         raise RuntimeError("recipes/scaffold.py lost its parameters line (PARAMS = {})")

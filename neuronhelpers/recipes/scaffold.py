@@ -30,6 +30,15 @@ if "twin_files" in PARAMS:
         sys.exit(f"{PARAMS['model_path']} is a neuronhelpers twin: install {PARAMS['twin_files']['built_by']}, rerun")
     PARAMS["model_path"] = twin_folder(PARAMS)
 
+# ---- the shelf copy ----------------------------------------------------------------------------------------
+# A checkpoint as neuronhelpers' shelf made it, by Hub id and files' digest: found on the shelf or in the HF cache.
+if "shelf_files" in PARAMS:
+    try:
+        from neuronhelpers.models.shelf import copy_folder
+    except ImportError:
+        sys.exit(f"pip install neuronhelpers, then {PARAMS['shelf_files']['made_by']}, and rerun")
+    PARAMS["model_path"] = copy_folder(PARAMS)
+
 
 # ---- main --------------------------------------------------------------------------------------------------
 def main(argv):

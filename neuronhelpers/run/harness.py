@@ -100,7 +100,7 @@ def on_this_node(planned: PlannedRun) -> PlannedRun:
     if Path(planned.ref.path).exists():
         return planned
     ref = resolve_model(planned.ref.model_id, trust_remote_code=planned.trust_remote_code)
-    if "twin_files" in planned.params:  # run.py names a twin by its id and files, and finds its folder itself
+    if {"twin_files", "shelf_files"} & set(planned.params):  # run.py names it by id and files, finds its folder
         return dataclasses.replace(planned, ref=ref)
     return dataclasses.replace(planned, ref=ref, params={**planned.params, "model_path": ref.path})
 

@@ -54,8 +54,10 @@ def recipe_identity(library: str) -> str:
 
 
 def reference_key(params: dict) -> str | None:
-    twin = params.get("twin_files")  # a twin named by its id: its files' digest says what it is
-    identity = f"twin:{twin['digest']}" if twin else checkpoint_identity(params["model_path"])
+    # a twin or a shelf copy named by its id: its files' digest says what it is
+    twin, shelf = params.get("twin_files"), params.get("shelf_files")
+    identity = f"twin:{twin['digest']}" if twin else f"shelf:{shelf['digest']}" if shelf else checkpoint_identity(
+        params["model_path"])
     if identity is None:
         return None
     library = params.get("library", vocab.TRANSFORMERS)
@@ -63,8 +65,9 @@ def reference_key(params: dict) -> str | None:
         "checkpoint": identity,
         # not where and how the device run happens, nor a remedy (a change to the device's run only: a remedy run is
         # checked against the unmodified model's reference): core/parameters.py DEVICE_ONLY; nor where the checkpoint
-        # is or which commit builds a twin's files (the checkpoint identity above says what they are)
-        "params": {k: v for k, v in params.items() if k not in (*DEVICE_ONLY, "model_path", "twin_files")},
+        # is or what makes a twin's or shelf copy's files (the checkpoint identity above says what they are)
+        "params": {k: v for k, v in params.items()
+                   if k not in (*DEVICE_ONLY, "model_path", "twin_files", "shelf_files")},
         "torch": distribution_version("torch"),
         "transformers": distribution_version("transformers"),
         "library": [library, distribution_version(library)],

@@ -1,6 +1,7 @@
 """Does a row rerun as written? Its stored run.py, run as a plain file (``python run.py``, then ``--reference``) in a
-fresh ``NEURONHELPERS_HOME``, judged by the same rule as the sweep's, against the row: the same verdict, stage and
-verification, and for generated text the same tokens (``neuronhelpers rerun``).
+fresh ``NEURONHELPERS_HOME`` (this machine's shelf of real checkpoints kept, as its Hugging Face cache is), judged by
+the same rule as the sweep's, against the row: the same verdict, stage and verification, and for generated text the
+same tokens (``neuronhelpers rerun``).
 
 Only this environment's version pair is rerun (another pair's rows were made by other releases), and only verdicts
 (PASS and FAIL rows that carry a run.py). A sample is drawn across libraries and tasks, so a few reruns cover every
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError
-from neuronhelpers.core.settings import HOME_ENV
+from neuronhelpers.core.settings import HOME_ENV, SHELF_ENV, shelf_home
 
 RERUN_TIMEOUT_S = 900.0
 
@@ -59,7 +60,9 @@ def rows_to_rerun(frame, *, sample: int | None = None, models: list[str] | None 
 
 def _run(folder: Path, home: Path, flags: list[str], timeout: float) -> dict:
     """``python run.py FLAGS`` in ``folder``: its JSON line, or the failure to give one in its own words."""
-    env = {**os.environ, HOME_ENV: str(home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    # a fresh home, but this machine's checkpoints: the shelf (like the Hugging Face cache) is what a user has
+    env = {**os.environ, HOME_ENV: str(home), SHELF_ENV: str(shelf_home()), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1"}
     try:
         proc = subprocess.run([sys.executable, "run.py", *flags], cwd=folder, env=env, capture_output=True, text=True,
                               timeout=timeout)

@@ -10,8 +10,6 @@ one makes the row's. A Hub model's run.py imports nothing of neuronhelpers.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import subprocess
 from pathlib import Path
 
@@ -22,13 +20,12 @@ def twin_files_digest(folder: str | Path) -> str:
     """sha256 over a built twin's files, each by its name and content (TWIN.json aside: it records when each file was
     written, not what it holds): the same twin built on any machine with the same builder, torch and transformers
     gives the same digest."""
-    from neuronhelpers.core.integrity import sha256_of
+    from neuronhelpers.core.integrity import files_digest, sha256_of
     from neuronhelpers.twins.build import TWIN_RECORD
 
     folder = Path(folder)
-    files = {path.relative_to(folder).as_posix(): sha256_of(path)
-             for path in sorted(p for p in folder.rglob("*") if p.is_file()) if path.name != TWIN_RECORD}
-    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    return files_digest({path.relative_to(folder).as_posix(): sha256_of(path)
+                         for path in sorted(p for p in folder.rglob("*") if p.is_file()) if path.name != TWIN_RECORD})
 
 
 @functools.lru_cache(maxsize=1)
