@@ -50,9 +50,10 @@ gate: install
 # The architecture catalog: every text-generation and image-text-to-text architecture of the installed
 # transformers, every sentence-transformers encoder and every diffusers text-to-image family, one tiny twin each
 # (about an hour on 2 cores). Resumable: run it again to finish it. --stale: a row today's recipe and measuring would
-# not make is run again, so after a change to either the catalog's every row carries today's run.py.
+# not make is run again, so after a change to either the catalog's every row carries today's run.py. --remedies: after
+# a FAIL, its cause's remedies (at most three runs, until one passes trn2-ready), recorded beside the verdict.
 CATALOG ?= catalog
-SWEEP_ARGS ?= --architectures --shelf --jobs 2 --timeout 600 --stale --out $(CATALOG)
+SWEEP_ARGS ?= --architectures --shelf --jobs 2 --timeout 600 --stale --remedies --out $(CATALOG)
 # ... and every model of the config corpus as its own twin (neuronhelpers/data/configs/: this release only).
 sweep-architectures: install checkpoints
 	$(PY) -m neuronhelpers sweep $(SWEEP_ARGS) --corpus

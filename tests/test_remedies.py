@@ -24,12 +24,12 @@ USE_CACHE = ("NotCompiled: generate() ran the forward eagerly: its config sets u
 
 def test_the_ladder_maps_each_cause_to_its_remedies_in_order_each_with_its_reason():
     assert [r.name for r in remedies_for(USE_CACHE)] == ["use_cache"]
-    assert [r.name for r in remedies_for(SLIDING)] == ["dynamic_window", "recompile_limit"]
+    assert [r.name for r in remedies_for(SLIDING)] == ["full_static_within_window", "dynamic_window", "recompile_limit"]
     other_guard = "recompile limit: guard `tensor 'input_ids' size mismatch at index N. expected N, actual N`"
     assert [r.name for r in remedies_for(other_guard)] == ["recompile_limit"]
     data_dependent = ("UserError: Consider annotating your code using torch._check*(). Could not extract specialized "
                       "integer from data-dependent expression uN")
-    assert [r.name for r in remedies_for(data_dependent)] == ["capture_scalar_outputs", "fullgraph_false"]
+    assert [r.name for r in remedies_for(data_dependent)] == ["fullgraph_false"]  # capture_scalar_outputs: 0 of 8
     assert remedies_for("IndexError: index_copy_(): index N is out of bounds") == [] and remedies_for(None) == []
     attention = ("RuntimeError: The size of tensor a (N) must match the size of tensor b (N) at non-singleton "
                  "dimension N @ transformers/integrations/sdpa_attention.py:sdpa_attention_forward")
@@ -137,25 +137,102 @@ def test_render_refuses_an_unknown_remedy_in_one_line():
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "use_cache" in proc.stderr
 
 
-def test_a_remedy_record_says_what_it_cost_and_whether_it_is_practical():
+STATIC = {"symbolic_shapes": [], "recompiles": 0, "graph_breaks": 0, "unique_graphs": 1}
+
+
+def test_a_remedy_record_says_what_it_cost_and_its_word_on_trn2():
+    """trn2-ready: static shapes, one graph, no recompile; costly: breaks or several graphs; not on trn2: a symbol or
+    a compile per token; no word for a FAIL, or for a record made before the shapes were read."""
     per_token = remedy_record("recompile_limit", {"result": "PASS", "verification": "exact", "recompiles": 30,
-                                                  "unique_graphs": 31, "compile_s": 36.4, "graph_breaks": 0})
-    assert per_token["recompiles_per_token"] is True
+                                                  "unique_graphs": 31, "compile_s": 36.4, "graph_breaks": 0,
+                                                  "symbolic_shapes": []})
+    assert per_token["recompiles_per_token"] is True and per_token["trn2"] == "not on trn2"
     line = remedies_line(remedies_json([per_token]))
     assert line == ("PASS with torch._dynamo.config.recompile_limit = 64 at 30 recompiles for 32 tokens (one per "
-                    "generated token): on Trainium a neuronx-cc compile each, not practical")
-    once = remedy_record("use_cache", {"result": "PASS", "recompiles": 0, "unique_graphs": 1, "compile_s": 5.36})
-    assert remedies_line(remedies_json([once])) == "PASS with use_cache=True (1 compiled graph, compile 5.4 s)"
-    none = [remedy_record("capture_scalar_outputs", {"result": "FAIL", "stage": "compile"}),
+                    "generated token) (not on trn2: 30 recompiles for 32 tokens: a neuronx-cc compile each)")
+    once = remedy_record("use_cache", {"result": "PASS", **STATIC, "compile_s": 5.36})
+    assert remedies_line(remedies_json([once])) == ("PASS with use_cache=True [1 compiled graph, compile 5.4 s] "
+                                                    "(trn2-ready: static shapes, one compiled graph, no recompile)")
+    symbolic = remedy_record("dynamic_window", {"result": "PASS", **STATIC,
+                                                "symbolic_shapes": ["cumulative_length_int (a symbolic int)"]})
+    assert (symbolic["trn2"], symbolic["trn2_why"]) == ("not on trn2", "compiled with 1 symbol: cumulative_length_int "
+                                                                       "(a symbolic int)")
+    broken = remedy_record("fullgraph_false", {"result": "PASS", **STATIC, "unique_graphs": 14, "graph_breaks": 6})
+    assert (broken["trn2"], broken["trn2_why"]) == ("costly on trn2", "14 compiled graphs, 6 graph breaks, "
+                                                                      "0 recompiles")
+    assert remedy_record("use_cache", {"result": "PASS", "unique_graphs": 1})["trn2"] is None  # shapes not read
+    assert remedy_record("use_cache", {"result": "FAIL", **STATIC})["trn2"] is None
+    none = [remedy_record("use_cache", {"result": "FAIL", "stage": "compile"}),
             remedy_record("fullgraph_false", {"result": "FAIL", "stage": "run"})]
-    assert remedies_line(remedies_json(none)) == ("no remedy made it run (tried torch._dynamo.config."
-                                                  "capture_scalar_outputs = True: FAIL at compile; fullgraph=False: "
-                                                  "FAIL at run)")
+    assert remedies_line(remedies_json(none)) == ("no remedy made it run (tried use_cache=True: FAIL at compile; "
+                                                  "fullgraph=False: FAIL at run)")
     assert remedies_json([]) is None and remedies_line(None) is None
     table = remedies_frame(remedies_json([per_token, {**once, "peak_memory_bytes": 2**30}]))
     assert table["change"].tolist() == ["torch._dynamo.config.recompile_limit = 64", "use_cache=True"]
+    assert table["trn2"].tolist() == ["not on trn2", "trn2-ready"]
     assert table["recompiles_per_token"].tolist() == [True, False] and table["peak_memory_gib"].iloc[1] == 1.0
     assert remedies_frame(None).empty  # a row nothing was tried for: an empty table, not an error
+
+
+def test_the_answer_gives_the_trn2_ready_remedy_first_and_the_others_with_their_words():
+    """Whatever order they ran in, the best word leads; a PASS beyond the window it is exact within does not count."""
+    window = remedy_record("full_static_within_window", {"result": "PASS", **STATIC, "prompt_tokens": 38,
+                                                         "compile_s": 5.2}, window=4096)
+    symbolic = remedy_record("dynamic_window", {"result": "PASS", **STATIC, "symbolic_shapes": ["n (a symbolic int)"]})
+    line = remedies_line(remedies_json([symbolic, window]), architecture_twin=True)
+    assert line.startswith("PASS with full static layers for the sliding ones, for sequences up to 4096 tokens (the "
+                           "architecture's default window) [1 compiled graph, compile 5.2 s] (trn2-ready: static "
+                           "shapes, one compiled graph, no recompile; identical output within the window); also PASS "
+                           "with torch.compiler.config.dynamic_sources"), line
+    assert line.endswith("(not on trn2: compiled with 1 symbol: n (a symbolic int))")
+    beyond = remedy_record("full_static_within_window", {"result": "PASS", **STATIC, "prompt_tokens": 40}, window=64)
+    assert (beyond["trn2"], beyond["trn2_why"]) == ("not applicable",
+                                                    "the test's 40 + 32 tokens exceed the window of 64")
+    assert remedies_line(remedies_json([beyond])) == ("no remedy made it run (tried full static layers for the "
+                                                      "sliding ones: not applicable)")
+    unrun = remedy_record("full_static_within_window", {}, window=None)
+    assert unrun["trn2_why"] == "the model's config sets no attention window" and unrun["result"] is None
+
+
+def test_the_measuring_reads_what_a_compiled_graph_takes_that_is_not_static():
+    """From dynamo's own graph code: a symbolic int input, a tensor input of symbolic size and a data-dependent value
+    are named; a static graph (whatever symbols dynamo named on the way and left out) gives none."""
+    import torch
+
+    from neuronhelpers.run.instruments import RecompileLog
+
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n = torch.tensor(0)
+            torch._dynamo.mark_static_address(self.n)
+
+        def forward(self, x, n):
+            self.n.item()  # dynamo names a symbol for it, and leaves it out of the graph: still static
+            return x[:n] * 2 + self.n
+
+    saved = (torch.compiler.config.dynamic_sources, torch._dynamo.config.capture_scalar_outputs)
+    try:
+        torch._dynamo.reset()
+        with RecompileLog() as static:
+            compiled = torch.compile(Counter(), backend="eager", fullgraph=True, dynamic=False)
+            compiled(torch.ones(5, 3), 2), compiled(torch.ones(5, 3), 2)
+        torch._dynamo.reset()
+        torch.compiler.config.dynamic_sources = r".*\['n'\]"
+        with RecompileLog() as dynamic:
+            compiled = torch.compile(Counter(), backend="eager", fullgraph=True, dynamic=False)
+            compiled(torch.ones(5, 3), 2), compiled(torch.ones(5, 3), 3)
+        torch._dynamo.config.capture_scalar_outputs = True
+        with RecompileLog() as unbacked:
+            torch.compile(lambda x: torch.zeros(x.sum().item() + 1), backend="eager", fullgraph=True)(
+                torch.ones(3, dtype=torch.int64))
+    finally:
+        torch.compiler.config.dynamic_sources, torch._dynamo.config.capture_scalar_outputs = saved
+        torch._dynamo.reset()
+    assert static.symbols == [] and dynamic.symbols == ["n (a symbolic int)"]
+    assert unbacked.symbols == ["u0 (a data-dependent value)"]
+    assert RecompileLog.not_static('def forward(self, L_x_: "f32[s3, 8][8, 1]cpu", L_y_: "f32[2][1]cpu"):') == [
+        "x (a tensor of symbolic size)"]
 
 
 def test_a_remedy_that_passed_is_never_read_as_the_models_result():
@@ -166,7 +243,7 @@ def test_a_remedy_that_passed_is_never_read_as_the_models_result():
     from neuronhelpers.store.dataset import newest_per_model
     from neuronhelpers.store.diff import check_expected
 
-    tried = remedies_json([remedy_record("use_cache", {"result": "PASS", "unique_graphs": 1, "compile_s": 5.0})])
+    tried = remedies_json([remedy_record("use_cache", {"result": "PASS", **STATIC, "compile_s": 5.0})])
     rows = pd.DataFrame([result_row("tiny/llama", twin_of="llama", model_type="llama"),
                          result_row("tiny/01-ai--Yi-1.5-6B-Chat", "FAIL", twin_of="llama", model_type="llama",
                                     twin_from="01-ai/Yi-1.5-6B-Chat", cause=USE_CACHE, remedies=tried)],
@@ -175,7 +252,8 @@ def test_a_remedy_that_passed_is_never_read_as_the_models_result():
     answer = Answers(rows).answer("01-ai/Yi-1.5-6B-Chat", "llama")
     assert answer.result == "FAIL" and answer.line().startswith("model twin tiny/01-ai--Yi-1.5-6B-Chat (inductor "
                                                                 "2.13.0, transformers 5.23.0): FAIL at compile: ")
-    assert "; what would make it run: PASS with use_cache=True (1 compiled graph, compile 5.0 s)" in answer.line()
+    assert ("; what would make it run: PASS with use_cache=True [1 compiled graph, compile 5.0 s] (trn2-ready: "
+            "static shapes, one compiled graph, no recompile)") in answer.line()
     [counts] = result_counts(rows)
     assert (counts["pass"], counts["fail"]) == (1, 1)
     [remedied] = remedy_counts(rows)
@@ -188,9 +266,9 @@ def test_a_remedy_that_passed_is_never_read_as_the_models_result():
 @pytest.mark.slow
 def test_a_sweep_tries_the_remedies_of_a_fail_and_records_their_cost(tmp_path):
     """Two model twins through `sweep --remedies`: Yi-1.5-6B-Chat (use_cache: false) runs with use_cache=True at one
-    compile; Mistral-7B-v0.1 (its own sliding window) runs with the window's length marked dynamic, in one compiled
-    graph (the recompile limit, a recompile per token, is then not tried). Both rows stay FAIL; their remedies are in
-    the column beside it, each checked against the same reference, and the answer says what the CPU run cannot."""
+    compile; Mistral-7B-v0.1 (its own sliding window of 4096) runs with full static layers, in one compiled graph of
+    static shapes: trn2-ready, so the ladder stops there (the symbolic window and the recompile limit are not tried).
+    Both rows stay FAIL; their remedies are in the column beside it, each checked against the same reference."""
     from neuronhelpers.run.remedies import remedies_line
     from neuronhelpers.store.dataset import load_results
 
@@ -202,12 +280,13 @@ def test_a_sweep_tries_the_remedies_of_a_fail_and_records_their_cost(tmp_path):
                                                                 "tiny/mistralai--Mistral-7B-v0.1"))
     assert set(rows["result"]) == {"FAIL"}
     assert [(t["remedy"], t["result"], t["recompiles_per_token"]) for t in yi] == [("use_cache", "PASS", False)]
-    assert [(t["remedy"], t["result"], t["recompiles_per_token"]) for t in mistral] == [
-        ("dynamic_window", "PASS", False)]
-    assert mistral[0]["unique_graphs"] == 1 and mistral[0]["check_sensitive"] is True
+    assert [(t["remedy"], t["result"], t["trn2"]) for t in mistral] == [
+        ("full_static_within_window", "PASS", "trn2-ready")]
+    assert (mistral[0]["unique_graphs"], mistral[0]["symbolic_shapes"], mistral[0]["window"]) == (1, [], 4096)
+    assert mistral[0]["check_sensitive"] is True and mistral[0]["verification"] == "exact"
     assert yi[0]["unique_graphs"] == 1 and yi[0]["check_sensitive"] is True
-    assert "neuronx-cc must accept that symbolic integer" in remedies_line(rows.at["tiny/mistralai--Mistral-7B-v0.1",
-                                                                                    "remedies"])
+    assert "for sequences up to 4096 tokens [1 compiled graph" in remedies_line(
+        rows.at["tiny/mistralai--Mistral-7B-v0.1", "remedies"])
 
 
 # ---- a minimal reproduction per cause ----------------------------------------------------------------------------

@@ -228,7 +228,9 @@ class Answers:
         return Answer(kind, record.model_id, record.result, _text(record.stage), _text(record.cause),
                       pair=pair, verification=_text(getattr(record, "verification", None)),
                       check_sensitive=sensitive if isinstance(sensitive, bool) else None,
-                      remedies=remedies_line(getattr(record, "remedies", None)), elsewhere=elsewhere,
+                      remedies=remedies_line(getattr(record, "remedies", None), architecture_twin=bool(
+                          _text(getattr(record, "twin_of", None)) and not _text(getattr(record, "twin_from", None)))),
+                      elsewhere=elsewhere,
                       last_attempt=_text(getattr(record, LAST_ATTEMPT, None)), **extra)
 
     def _architecture(self, model_type, task, rank=None):

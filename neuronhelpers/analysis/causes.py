@@ -9,7 +9,16 @@ from __future__ import annotations
 import pandas as pd
 
 from neuronhelpers.analysis.agreement import model_twin_rows
-from neuronhelpers.core.vocab import FAIL, NOT_THE_COMPILER, PASS, UNTESTED
+from neuronhelpers.core.vocab import (
+    FAIL,
+    NOT_ON_TRN2,
+    NOT_THE_COMPILER,
+    PASS,
+    REMEDY_NOT_APPLICABLE,
+    TRN2_COSTLY,
+    TRN2_READY,
+    UNTESTED,
+)
 from neuronhelpers.store.dataset import newest_per_model
 from neuronhelpers.verdict.causes import MAX_LENGTH, normalise
 from neuronhelpers.verdict.evidence import could_not_fail_count
@@ -71,3 +80,37 @@ def ranked_lines(ranked: pd.DataFrame, top: int = 10, *, names: int = 8) -> list
 def untested_reasons(df: pd.DataFrame) -> pd.DataFrame:
     """The UNTESTED rows grouped by reason (stage) and cause."""
     return rank_causes(df, results=(UNTESTED,))
+
+
+# What a FAIL's remedies came to, per row: the best trn2 word of a PASS, else why none counts.
+REMEDY_OUTCOMES = (TRN2_READY, TRN2_COSTLY, NOT_ON_TRN2, "not judged", REMEDY_NOT_APPLICABLE, "none")
+
+
+def remedy_outcomes(df: pd.DataFrame) -> pd.DataFrame:
+    """Per cause, the FAILs swept with ``--remedies`` (each model's newest row) by what their remedies came to: the
+    best word of a PASS (trn2-ready, costly on trn2, not on trn2; "not judged": recorded before the compiled shapes
+    were read), else "not applicable" (every remedy ruled out by the model's window), else "none"."""
+    import json
+
+    from neuronhelpers.run.remedies import passed_records
+
+    newest = newest_per_model(df) if not df.empty else df
+    tried = newest[(newest["result"] == FAIL) & newest.get("remedies", pd.Series(dtype=object)).notna()]
+    counts: dict[str, dict[str, int]] = {}
+    for cause, value in zip(tried["cause"], tried["remedies"], strict=True):
+        records = json.loads(value)
+        passed = passed_records(records)
+        outcome = (passed[0].get("trn2") or "not judged") if passed else REMEDY_NOT_APPLICABLE if records and all(
+            r.get("not_applicable") for r in records) else "none"
+        row = counts.setdefault(cause, dict.fromkeys(("rows", *REMEDY_OUTCOMES), 0))
+        row["rows"] += 1
+        row[outcome] += 1
+    frame = pd.DataFrame([{"cause": cause, **row} for cause, row in counts.items()],
+                         columns=["cause", "rows", *REMEDY_OUTCOMES])
+    return frame.sort_values(["rows", "cause"], ascending=[False, True]).reset_index(drop=True)
+
+
+def remedy_outcome_lines(outcomes: pd.DataFrame) -> list[str]:
+    """``remedy_outcomes`` as the lines ``causes`` prints: per cause its rows and what their remedies came to."""
+    return [f"{row['rows']:4d}  {row['cause']}\n      " + ", ".join(
+        f"{row[word]} {word}" for word in REMEDY_OUTCOMES if row[word]) for row in outcomes.to_dict("records")]

@@ -57,7 +57,13 @@ def cmd_causes(args) -> int:
     checkpoints, and against the verdicts measured on Trainium."""
     from neuronhelpers.analysis.agreement import agreement_line, twin_agreement
     from neuronhelpers.analysis.answers import own_config_effects, own_config_line, read_isolated
-    from neuronhelpers.analysis.causes import rank_causes, untested_reasons, verdict_counts_line
+    from neuronhelpers.analysis.causes import (
+        rank_causes,
+        remedy_outcome_lines,
+        remedy_outcomes,
+        untested_reasons,
+        verdict_counts_line,
+    )
     from neuronhelpers.analysis.declared import declared_vs_measured, disagreement_line
     from neuronhelpers.store.dataset import load_results, select_pair
 
@@ -81,7 +87,8 @@ def cmd_causes(args) -> int:
                           "trainium_agreement_line": trainium_line,
                           "declared_vs_measured": declared[declared.disagree].to_dict("records"),
                           "declared_vs_measured_line": disagreement_line(declared),
-                          "own_config": effects.to_dict("records"), "own_config_line": own_config_line(effects)},
+                          "own_config": effects.to_dict("records"), "own_config_line": own_config_line(effects),
+                          "remedies": remedy_outcomes(df).to_dict("records")},
                          default=json_default))
         return 0
     print(f"{args.results} ({'compiler ' + pair[0] + ', library ' + pair[1] if pair else 'all rows'}): "
@@ -94,6 +101,10 @@ def cmd_causes(args) -> int:
     _print_ranked("FAIL causes", failing[compiler], args.top)
     _print_ranked("FAIL causes shown on CPU with nothing compiled (not the compiler)", failing[~compiler], args.top)
     _print_ranked("UNTESTED reasons", untested, args.top)
+    outcomes = remedy_outcomes(df)
+    if not outcomes.empty:
+        print("\nWhat would make them run (FAILs swept with --remedies, per cause: the best remedy's word on trn2)")
+        print("\n".join(remedy_outcome_lines(outcomes.head(args.top))))
     return 0
 
 

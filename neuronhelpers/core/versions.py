@@ -17,7 +17,7 @@ __version__ = "0.2.0"  # neuronhelpers' own version, the one source: pyproject r
 # rows' harness_version: bumped when those files change (tests/test_measure.py fails until it is), never by a change
 # to the recipe, which a row identifies by its run.py's code. 0.2.0 was the package version, when run.py held the
 # measuring itself.
-MEASURING_VERSION = "0.5.0"
+MEASURING_VERSION = "0.5.1"
 
 NEURON_COMPILER = "neuronx-cc"  # the compiler on Trainium (its distribution's name, as rows record it)
 

@@ -338,3 +338,23 @@ def check_value(kind: str, value) -> None:
         return
     if value not in table:
         raise VocabularyError(f"unknown {kind} value {value!r}: expected one of {', '.join(table)}")
+
+
+# What a remedy that passed means on Trainium: one word each, derived from what the remedy run compiled
+# (run/remedies.py) and judged against TorchNeuron's documented contract: static shapes, every new shape a neuronx-cc
+# compile (a NEFF), dynamic=True rejected, native dynamic shapes "not yet available", no fallback to eager (AWS's
+# torch.compile reference, read on TRN2_CONTRACT_READ).
+TRN2_CONTRACT_READ = "2026-10-14"
+TRN2_READY = "trn2-ready"
+TRN2_COSTLY = "costly on trn2"
+NOT_ON_TRN2 = "not on trn2"
+REMEDY_NOT_APPLICABLE = "not applicable"
+TRN2_WORDS = {
+    TRN2_READY: "static shapes, one compiled graph, no recompile: TorchNeuron compiles it once, into one NEFF",
+    TRN2_COSTLY: "static shapes, but graph breaks or several graphs: each graph a NEFF of its own and each break a "
+    "return to the host on every step",
+    NOT_ON_TRN2: "a symbolic size or integer (neuronx-cc compiles static shapes; dynamic=True is rejected), or a "
+    "compile for every generated token",
+    REMEDY_NOT_APPLICABLE: "the remedy is exact only within a limit the test exceeds (its sequence is longer than the "
+    "model's attention window): its result does not count",
+}

@@ -9,8 +9,14 @@ refused in every run, remedies included (the Trainium contract): ``fullgraph=Fal
 it cannot trace, it never runs a failed compile eagerly.
 
 ``LADDER`` maps a cause's signature (verdict/causes.py) to the remedies to try, in order; ``sweep --remedies`` tries at
-most ``MAX_REMEDY_RUNS`` of them after a FAIL and records what each cost beside the verdict, never as it
-(run/remedies.py). A remedy that changes what the model computes is marked so and never counts as the model running.
+most ``MAX_REMEDY_RUNS`` of them after a FAIL and records what each cost beside the verdict, never as it, with the word
+a trn2 user acts on (run/remedies.py: trn2-ready, costly on trn2, not on trn2), and stops at the first trn2-ready PASS.
+A remedy that changes what the model computes is marked so and never counts as the model running; one that is exact
+only within a limit (``window_limited``) is not applicable, and not counted, where the test's sequence exceeds it.
+
+Dropped: ``torch._dynamo.config.capture_scalar_outputs`` (with ``capture_dynamic_output_shape_ops``), tried on the 8
+data-dependent FAILs of the 5.24.0 pair (2026-12-05): 0 of 8 passed, and what it makes of a data-dependent value is an
+unbacked symbol, which Trainium's static shapes refuse anyway.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class Remedy:
     settings: dict = field(default_factory=dict)  # extension point -> its settings (EXTENSION_POINTS)
     changes_computation: bool = False  # True: a PASS with it is not the model running
     caveat: str = ""  # what a PASS with it does not show, said beside it in the answer
+    window_limited: bool = False  # exact only while prompt + new tokens fit the config's attention window
 
 
 REMEDIES = {remedy.name: remedy for remedy in (
@@ -41,27 +48,22 @@ REMEDIES = {remedy.name: remedy for remedy in (
     Remedy("dynamic_window", 'torch.compiler.config.dynamic_sources = r".*cumulative_length_int"',
            "the sliding-window cache's length is a Python int guarded on every decode step; marked dynamic, it is a "
            "symbolic integer of one compiled graph",
-           {"config": {"torch.compiler.config.dynamic_sources": r".*cumulative_length_int"}},
-           caveat="shown on CPU with inductor; on Trainium neuronx-cc must accept that symbolic integer: untried"),
+           {"config": {"torch.compiler.config.dynamic_sources": r".*cumulative_length_int"}}),
     Remedy("recompile_limit", "torch._dynamo.config.recompile_limit = 64",
            "a Python value guarded on every decode step (a sliding window's position) recompiles the step each token; "
            "a higher limit lets generate() finish, at one compile per generated token",
            {"config": {"torch._dynamo.config.recompile_limit": 64}}),
-    Remedy("capture_scalar_outputs", "torch._dynamo.config.capture_scalar_outputs = True",
-           "a data-dependent scalar or shape (MoE routing, .item()) stops a full-graph trace; captured as a symbol, "
-           "the graph may trace whole",
-           {"config": {"torch._dynamo.config.capture_scalar_outputs": True,
-                       "torch._dynamo.config.capture_dynamic_output_shape_ops": True}}),
     Remedy("fullgraph_false", "fullgraph=False",
            "where dynamo cannot trace a piece, it breaks the graph there and compiles the rest; each break is a return "
            "to Python on every step (graph_breaks counts them)",
            {"compile": {"fullgraph": False}}),
-    Remedy("full_static_within_window", "sliding layers as full StaticLayer (while the sequence fits the window)",
-           "inside its window a sliding layer computes what a full one does; as a plain static layer it has no Python "
-           "int for dynamo to guard at every step: static shapes, one graph, nothing symbolic (issue 56 adds it to the "
-           "ladder with the check that the test's sequence fits the window)",
-           {"cache_layers": {"sliding_attention": "StaticLayer", "chunked_attention": "StaticLayer"}},
-           caveat="identical to the model only while prompt + new tokens fit its sliding_window"),
+    Remedy("full_static_within_window", "full static layers for the sliding ones",
+           "inside its window a sliding (or chunked) layer computes what a full one does; as a plain static layer it "
+           "has no Python int for dynamo to guard at every step: static shapes, one graph, nothing symbolic. A Neuron "
+           "deployment compiles at a fixed maximum length anyway: within the window, that is this",
+           {"cache_layers": {"sliding_attention": "StaticLayer", "chunked_attention": "StaticLayer",
+                             "hybrid_sliding": "LinearAttentionAndStaticFullAttentionLayer"}},
+           window_limited=True),
     Remedy("attn_eager", 'attn_implementation="eager"',
            "the failure is inside transformers' SDPA attention; its eager attention computes the same softmax(QK^T)V "
            "with plain tensor operations (tried on kosmos-2, 5.24.0: it then fails in the model's own mask code)",
@@ -72,9 +74,10 @@ REMEDIES = {remedy.name: remedy for remedy in (
 # that matches decides.
 LADDER = [
     (r"use_cache: false", ["use_cache"]),
-    (r"StaticSlidingWindowLayer\.cumulative_length_int", ["dynamic_window", "recompile_limit"]),
+    (r"StaticSlidingWindowLayer\.cumulative_length_int", ["full_static_within_window", "dynamic_window",
+                                                          "recompile_limit"]),
     (r"recompile limit", ["recompile_limit"]),
-    (r"data-dependent|PendingUnbackedSymbolNotFound|unbacked", ["capture_scalar_outputs", "fullgraph_false"]),
+    (r"data-dependent|PendingUnbackedSymbolNotFound|unbacked", ["fullgraph_false"]),
     (r"graph break|Unsupported:", ["fullgraph_false"]),
     (r"transformers/integrations/sdpa_attention", ["attn_eager"]),
 ]

@@ -376,6 +376,7 @@ def _device_row(planned: PlannedRun, run: _RunFolder, device: ProcessOutcome) ->
     if payload.get("ok"):
         peak = payload.get("peak_memory_bytes")
         row.update(retraced=payload.get("retraced"), tokens=payload.get("tokens"), text=payload.get("text"),
+                   prompt_tokens=payload.get("prompt_tokens"),
                    output_digest=output_digest(planned.library, payload), peak_memory_bytes=peak,
                    peak_memory_per_rank=payload.get("peak_memory_per_rank") or ([peak] if peak is not None else None))
     return row

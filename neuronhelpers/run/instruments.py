@@ -5,6 +5,7 @@ run's own process and import nothing of the package; the measuring's version cov
 
 from __future__ import annotations
 
+import re
 import time
 
 
@@ -58,30 +59,59 @@ class StepClock:
 
 class RecompileLog:
     """Collects dynamo's recompilation reasons (the guard that failed), so a run that hits the recompile limit can
-    say which guard kept failing."""
+    say which guard kept failing; and what the compiled graphs take that is not static (an int input made symbolic, a
+    tensor input of symbolic size, a data-dependent value inside), read from each graph's code as dynamo traced it:
+    Trainium's static shapes refuse those, and none means every shape was static. (dynamo names a symbol for many a
+    value it then leaves out of the graph, so its symbol log alone would overstate it.)"""
 
     LOGGER = "torch._dynamo.guards.__recompiles"  # torch's "recompiles" log artifact
+    GRAPH_LOGGER = "torch._dynamo.output_graph.__graph_code"  # the "graph_code" artifact: each traced graph's code
+    _INPUTS = re.compile(r"def forward\(self, (.*?)\):")
+    _INPUT = re.compile(r'(\w+): "([^"]*)"')
+    _SIZE_SYMBOL = re.compile(r"\b[su]\d+\b")
+    _UNBACKED = re.compile(r'"Sym\((u\d+)\)"')
 
     def __init__(self):
         import logging
 
         self.reasons: list[str] = []
+        self.symbols: list[str] = []
         self.handler = logging.Handler()
         self.handler.emit = lambda record: self.reasons.append(record.getMessage()[:1500])  # the guard comes first
+        # a filter, not a handler: it reads each graph and drops the record, so the graph is not printed (torch's
+        # logging set-up, redone at the first compile, would restore a removed handler)
+        self.graph_filter = logging.Filter()
+        self.graph_filter.filter = lambda record: self.symbols.extend(self.not_static(record.getMessage())) or False
+
+    @classmethod
+    def not_static(cls, graph_code: str) -> list[str]:
+        """What one traced graph takes that is not static, in words: its symbolic inputs, then its data-dependent
+        values."""
+        found = []
+        inputs = cls._INPUTS.search(graph_code)
+        for name, annotation in cls._INPUT.findall(inputs.group(1) if inputs else ""):
+            what = "a symbolic int" if annotation.startswith("Sym(") else "a tensor of symbolic size" if \
+                cls._SIZE_SYMBOL.search(annotation.split("]")[0]) else None
+            if what:
+                found.append(f"{name.removeprefix('L_').strip('_')} ({what})")
+        found += [f"{symbol} (a data-dependent value)" for symbol in dict.fromkeys(cls._UNBACKED.findall(graph_code))]
+        return found
 
     def __enter__(self):
         import logging
 
         import torch
 
-        torch._logging.set_logs(recompiles=True)
+        torch._logging.set_logs(recompiles=True, graph_code=True)
         logging.getLogger(self.LOGGER).addHandler(self.handler)
+        logging.getLogger(self.GRAPH_LOGGER).addFilter(self.graph_filter)  # a model's graph: thousands of lines
         return self
 
     def __exit__(self, *exc):
         import logging
 
         logging.getLogger(self.LOGGER).removeHandler(self.handler)
+        logging.getLogger(self.GRAPH_LOGGER).removeFilter(self.graph_filter)
         return False
 
 
@@ -95,9 +125,13 @@ def dynamo_traced() -> bool | None:
         return None
 
 
+SYMBOLS_KEPT = 20
+
+
 def dynamo_figures(recompiles: RecompileLog, compile_backend: str, exc: BaseException | None = None) -> dict:
     """What the compiler saw, from torch's own counters: graph breaks (0 under fullgraph, where a break is an error:
-    then 1), unique graphs compiled, recompilations; on neuron, the ops torch-neuronx ran on the CPU instead."""
+    then 1), unique graphs compiled, recompilations, the symbols its graphs were traced with (each once); on neuron,
+    the ops torch-neuronx ran on the CPU instead."""
     try:
         import torch
         from torch._dynamo.utils import counters
@@ -106,7 +140,8 @@ def dynamo_figures(recompiles: RecompileLog, compile_backend: str, exc: BaseExce
         if exc is not None and isinstance(exc, getattr(torch._dynamo.exc, "Unsupported", ())):
             breaks = max(breaks, 1)  # fullgraph=True raises at the first break instead of counting it
         figures = {"graph_breaks": breaks, "unique_graphs": int(counters["stats"]["unique_graphs"]),
-                   "recompiles": len(recompiles.reasons)}
+                   "recompiles": len(recompiles.reasons),
+                   "symbolic_shapes": list(dict.fromkeys(recompiles.symbols))[:SYMBOLS_KEPT]}
     except Exception:  # noqa: BLE001 - a torch without these counters: the row leaves them empty
         return {}
     if compile_backend == "neuron":

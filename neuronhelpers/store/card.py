@@ -298,6 +298,7 @@ def remedy_counts(rows) -> list[dict]:
     """Per cause of the FAIL rows swept with ``--remedies`` (each model's newest row per version pair): how many rows,
     and per remedy tried how many it turned PASS and at what cost (median compile seconds; how many of those passes
     recompiled on every generated token)."""
+    import collections
     import json
     import statistics
 
@@ -312,11 +313,15 @@ def remedy_counts(rows) -> list[dict]:
             for record in json.loads(value):
                 per_remedy.setdefault(record["change"], []).append(record)
         for change, records in per_remedy.items():
-            passed = [r for r in records if r["result"] == vocab.PASS and not r.get("changes_computation")]
+            passed = [r for r in records if r["result"] == vocab.PASS and not r.get("changes_computation")
+                      and not r.get("not_applicable")]
             seconds = [r["compile_s"] for r in passed if isinstance(r.get("compile_s"), (int, float))]
+            words = collections.Counter(r.get("trn2") or "not judged" for r in passed)
             out.append({"cause": cause, "rows": len(group), "remedy": change, "tried": len(records),
                         "passed": len(passed), "compile_s": round(statistics.median(seconds), 1) if seconds else None,
-                        "per_token": sum(bool(r.get("recompiles_per_token")) for r in passed)})
+                        "per_token": sum(bool(r.get("recompiles_per_token")) for r in passed),
+                        "not_applicable": sum(bool(r.get("not_applicable")) for r in records),
+                        "trn2": ", ".join(f"{n} {word}" for word, n in words.most_common())})
     return sorted(out, key=lambda r: (-r["rows"], r["cause"], -r["passed"]))
 
 
@@ -328,17 +333,21 @@ def _remedies(rows) -> str:
         return cause if len(cause) <= 90 else f"{cause[:55]}… {cause[-34:]}"
 
     lines = _table_rows(counts, lambda c: (short(c["cause"]), c["rows"], f"`{c['remedy']}`",
-                                          f"{c['passed']} of {c['tried']}",
+                                          f"{c['passed']} of {c['tried']}", c["trn2"], c["not_applicable"],
                                           "" if c["compile_s"] is None else c["compile_s"], c["per_token"]))
+    words = "; ".join(f"**{word}**, {why}" for word, why in vocab.TRN2_WORDS.items()
+                      if word != vocab.REMEDY_NOT_APPLICABLE)
+    words += f" (TorchNeuron's documented contract, read on {vocab.TRN2_CONTRACT_READ})"
     return f"""## What would make a FAIL run
 
 Swept with `--remedies`: after a FAIL, its cause's remedies (one change each to the recipe, `neuronhelpers render
-MODEL --remedy NAME`) run in turn until one passes, checked exactly as the unmodified run is. They are recorded in the
-row's `remedies`, beside the verdict: `result` stays the unmodified recipe's. A pass that recompiles on every generated
-token runs, but on Trainium each recompile is a neuronx-cc compile: not practical.
+MODEL --remedy NAME`) run in turn until one passes trn2-ready (at most three runs), checked exactly as the unmodified
+run is. They are recorded in the row's `remedies`, beside the verdict: `result` stays the unmodified recipe's. Each
+pass has its word for Trainium, from what the remedy run compiled: {words}. A remedy exact only within the model's
+attention window is not applicable where the test's sequence exceeds it.
 
-| cause | rows | remedy | PASS | median compile (s) of those | of those, a recompile per token |
-| --- | --- | --- | --- | --- | --- |
+| cause | rows | remedy | PASS | on trn2 | not applicable | median compile (s) | of those, a recompile per token |
+| --- | --- | --- | --- | --- | --- | --- | --- |
 {lines}
 
 """

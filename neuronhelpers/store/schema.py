@@ -124,6 +124,11 @@ COLUMNS = [
     ("graph_breaks", pa.int32(), "graph breaks dynamo counted (0 under fullgraph=True, where a break is an error: 1)"),
     ("unique_graphs", pa.int32(), "graphs dynamo compiled (torch._dynamo.utils.counters)"),
     ("recompiles", pa.int32(), "recompilations dynamo logged (each with a guard that failed)"),
+    ("prompt_tokens", pa.int32(), "text generation: the prompt's length in tokens, as generate() was given it (an "
+     "image-text model's with its image tokens); null for the other libraries and where the run failed"),
+    ("symbolic_shapes", pa.list_(pa.string()), "the symbols dynamo traced the compiled graphs with: a size or int made "
+     "symbolic, or a data-dependent value (unbacked); empty when every shape was static, as Trainium compiles them; "
+     "null where not measured"),
     ("fallback_ops", pa.list_(pa.string()), "on neuron: the ops torch-neuronx ran on the CPU instead of the device"),
     ("declared_fullgraph", pa.bool_(), "what the installed transformers declares for the model class "
      "(`_can_compile_fullgraph`), beside what was measured"),

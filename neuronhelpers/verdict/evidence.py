@@ -95,6 +95,7 @@ def eager_columns(payload: dict) -> dict:
     eager, dynamo = payload.get("eager") or {}, payload.get("dynamo") or {}
     columns = {key: eager.get(key) for key in ("device_eager", "eager_decode_tokens_per_s", "eager_items_per_s",
                                                 "eager_image_s", "eager_equals_compiled")}
-    columns.update({key: dynamo.get(key) for key in ("graph_breaks", "unique_graphs", "recompiles", "fallback_ops")})
+    columns.update({key: dynamo.get(key) for key in ("graph_breaks", "unique_graphs", "recompiles", "symbolic_shapes",
+                                                 "fallback_ops")})
     columns["declared_fullgraph"] = payload.get("declared_fullgraph")
     return columns
