@@ -435,16 +435,19 @@ def test_a_cause_carries_the_upstream_thread_that_knows_it_and_says_when_none_wa
 @pytest.mark.parametrize("cause", REPRO_CAUSES)
 def test_each_repro_script_fails_on_cpu_as_its_cause_says(cause, tmp_path):
     """From the committed catalog's twin that shows the cause: at most 100 lines, no neuronhelpers import, and run on
-    CPU it prints REPRODUCED with the cause's own words and exits 1, in about a minute."""
+    CPU it prints REPRODUCED with the cause's own words and exits 1, in about a minute. The sliding window's second
+    script (``repro --remedy full_static_within_window``) runs the same failure with the remedy: WORKAROUND and exit 3
+    where the twin's window holds the test's sequence (not applicable and exit 2 where it does not), never 0."""
     import subprocess
     import sys
     import time
 
-    from neuronhelpers.analysis.repro import write_repro
+    from neuronhelpers.analysis.repro import remedy_path, write_repro
     from neuronhelpers.store.dataset import load_results, select_pair
 
     rows, _ = select_pair(load_results("catalog"), "current")
-    path, row = write_repro(rows, cause, tmp_path / "repro.py")
+    remedy = "full_static_within_window" if cause == "StaticSlidingWindowLayer" else None
+    path, row = write_repro(rows, cause, tmp_path / "repro.py", remedy=remedy)
     text = path.read_text()
     assert text.count("\n") <= 100 and "import neuronhelpers" not in text and "from neuronhelpers" not in text
     started = time.monotonic()
@@ -458,6 +461,27 @@ def test_each_repro_script_fails_on_cpu_as_its_cause_says(cause, tmp_path):
     if expected is None:  # an exception: the cause's own type and words
         expected = str(row["cause"]).split(" @ ")[0][:60]
     assert expected.lower() in shown.lower(), (row["cause"], shown)
+    if remedy:
+        _the_remedy_script_runs_as_a_workaround(remedy_path(path), row, tmp_path)
+
+
+def _the_remedy_script_runs_as_a_workaround(path, row, tmp_path):
+    import subprocess
+    import sys
+
+    from neuronhelpers.run.remedies import attention_window
+    from neuronhelpers.twins.build import build_twin
+
+    text = path.read_text()
+    assert text.startswith('"""Workaround, not a fix: ') and "from neuronhelpers" not in text
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    window = attention_window(str(build_twin(row["model_id"])))
+    shown = proc.stdout.strip().splitlines()[-1]
+    if window >= 70:  # the recipe's 38 prompt tokens and 32 new ones
+        assert proc.returncode == 3 and shown.startswith("WORKAROUND: ") and f"window ({window})" in shown, (
+            shown, proc.stderr[-1500:])
+    else:
+        assert proc.returncode == 2 and shown.startswith("not applicable: "), (shown, proc.stderr[-1500:])
 
 
 @pytest.mark.slow

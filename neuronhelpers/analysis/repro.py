@@ -29,6 +29,7 @@ from neuronhelpers.analysis.repro_inputs import AUTO_CLASS, EXACT_FLOATS, Captur
 from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.core.versions import distribution_version
+from neuronhelpers.recipes.remedies import REMEDIES, remedies_for
 from neuronhelpers.store.dataset import newest_per_model
 from neuronhelpers.twins.own import BOOKKEEPING
 from neuronhelpers.verdict.causes import NORMALISING
@@ -43,11 +44,11 @@ _GUARDS = (re.compile(r"^recompile limit: \w+\.(\w+) is "), re.compile(r"^recomp
 _LIBRARY_MODULE = {vocab.TRANSFORMERS: vocab.TRANSFORMERS, vocab.SENTENCE_TRANSFORMERS: vocab.TRANSFORMERS,
                    vocab.DIFFUSERS: vocab.DIFFUSERS}
 
-_HEAD = '''"""Minimal reproduction:
+_HEAD = '''"""{title}
 {cause}
 {upstream}
 {made}
-On CPU it prints REPRODUCED and exits 1 while this failure holds, exits 2 on a different failure, 0 once fixed."""
+{contract}"""
 import re
 import sys
 from importlib.metadata import version
@@ -99,7 +100,7 @@ def shows_the_cause(exc):  # the recompile limit, on the cause's guard
     return "recompile" in signature(exc).lower() and any(GUARD in normalised(reason) for reason in reasons)
 
 '''
-_RUN = '''
+_MODEL_AND_INPUTS = '''
 CONFIG = {config}
 torch.manual_seed(0)
 INPUTS = {inputs}
@@ -109,7 +110,8 @@ SETTINGS = {settings}
 def generate(model, **kwargs):
     with torch.inference_mode():
         return model.generate(**INPUTS, max_new_tokens=32, min_new_tokens=32, do_sample=False, **SETTINGS, **kwargs)
-
+'''
+_RUN = _MODEL_AND_INPUTS + '''
 
 def run():
     model = transformers.{model_class}.from_config(transformers.AutoConfig.for_model(**CONFIG)).eval()
@@ -178,6 +180,55 @@ if shown:
     sys.exit(1)
 print("did not reproduce: {done}")
 sys.exit(0)
+'''
+
+_REPRODUCED_CONTRACT = ("On CPU it prints REPRODUCED and exits 1 while this failure holds, exits 2 on a different "
+                        "failure, 0 once fixed.")
+# The second script of a cause a remedy makes run (``repro --remedy``): the same model and inputs, the remedy applied,
+# its tokens against the eager dynamic cache's. Not a fix: it exits 3, never 0. Only the static-shape remedy of the
+# sliding window has one: the remedy a trn2 can take (recipes/remedies.py), its layers written into the script.
+REMEDY_SCRIPTS = ("full_static_within_window",)
+_REMEDY_CONTRACT = ("On CPU it prints WORKAROUND and exits 3 when the remedy runs compiled and writes the eager "
+                    "model's tokens within\nits limit; exit 2: not applicable (the sequence exceeds the window); exit "
+                    "1: the remedy did not make it run.\nNever 0: not a fix.")
+_REMEDY_RUN = '''
+
+LAYERS = {layers}  # the remedy: a full static layer for each sliding kind of the static cache
+
+
+def run():
+    import transformers.cache_utils as cache_utils
+
+    model = transformers.{model_class}.from_config(transformers.AutoConfig.for_model(**CONFIG)).eval()
+    with torch.no_grad():  # as in the failing script: the tokens then depend on the input and the layers
+        for weight in (p for p in model.parameters() if p.dim() == 2):
+            weight.normal_(0, weight.shape[1] ** -0.5)
+    text = model.config.get_text_config()
+    window = min(w for w in (getattr(text, "sliding_window", None), getattr(text, "attention_chunk_size", None)) if w)
+    length = INPUTS["input_ids"].shape[1] + 32
+    if length > window:
+        return 2, f"not applicable: the prompt and 32 new tokens ({{length}}) exceed the window ({{window}})"
+    eager = generate(model)  # the dynamic cache, nothing compiled: what the model computes
+    for kind, name in LAYERS.items():
+        cache_utils.STATIC_LAYER_TYPE_MAPPING[kind] = getattr(cache_utils, name)
+    compile_config = transformers.CompileConfig(fullgraph=True, dynamic=False)
+    compile_config._compile_all_devices = True  # generate() compiles by itself only on accelerators
+    compiled = generate(model, cache_implementation="static", compile_config=compile_config)
+    if not torch.equal(compiled, eager):
+        return 1, "the remedy ran, but its tokens differ from the eager model's"
+    return 3, (f"the compiled static-cache generate() ran with full static layers (fullgraph, static shapes, no "
+               f"dynamic source) and wrote the eager model's 32 tokens. Exact only while the prompt and new tokens "
+               f"({{length}} here) fit the window ({{window}}): a deployment that compiles at a fixed length up to "
+               f"{{window}} can take it. Not a fix: the unmodified run still fails")
+
+
+try:
+    code, said = run()
+except Exception as exc:  # the remedy did not make it run
+    print(f"the remedy did not make it run: {{signature(exc)[:300]}}")
+    sys.exit(1)
+print(("WORKAROUND: " if code == 3 else "") + said)
+sys.exit(code)
 '''
 
 
@@ -279,8 +330,9 @@ def row_versions(row: dict) -> dict:
     return {name: value for name, value in out.items() if value}
 
 
-def repro_script(row: dict, captured: Captured) -> str:
-    """The script for a failing row, from what its recipe's loading captured (analysis/repro_inputs.py)."""
+def repro_script(row: dict, captured: Captured, remedy: str | None = None) -> str:
+    """The script for a failing row, from what its recipe's loading captured (analysis/repro_inputs.py); with a
+    ``remedy`` (REMEDY_SCRIPTS), its second script: the same model and inputs, run with the remedy."""
     kind, cause, library = repro_kind(row["cause"]), str(row["cause"]), captured.library
     config = minimal_config(captured.config) if library != vocab.DIFFUSERS else {
         k: v for k, v in captured.config.items() if v not in ([], None)}
@@ -296,11 +348,18 @@ def repro_script(row: dict, captured: Captured) -> str:
              + ". Its twin's config below, random weights, and the inputs the recipe made for it ("
              + (f"{', '.join(noise)} as seeded noise of its shape, the rest exactly)." if noise else "exactly)."))
     rules = "".join(f"\n    ({pattern.pattern!r}, {replacement!r})," for pattern, replacement in NORMALISING)
+    title = f"Workaround, not a fix: {REMEDIES[remedy].label}, for this failure:" if remedy else \
+        "Minimal reproduction:"
     head = _HEAD.format(
+        title=title, contract=_REMEDY_CONTRACT if remedy else _REPRODUCED_CONTRACT,
         cause=textwrap.fill(cause, width=116).replace('"""', "'''"),
         upstream=textwrap.fill(thread.line(), width=116) + "\n" if thread else "", made=textwrap.fill(where, 116),
         module=_LIBRARY_MODULE[library], cause_literal=_text_literal(cause), versions=repr(versions),
         rules=f"[{rules}\n]")
+    if remedy:
+        return head + _MODEL_AND_INPUTS.format(config=_wrapped(repr(config)), inputs=_wrapped(as_code(
+            captured.kwargs)), settings=repr(captured.generate)) + _REMEDY_RUN.format(
+            layers=repr(REMEDIES[remedy].settings["cache_layers"]), model_class=captured.model_class)
     guard = next((m.group(1) for m in (g.match(cause) for g in _GUARDS) if m), None)
     match = _MATCH_GUARD.format(guard=guard) if cause.startswith(RECOMPILE) and guard else _MATCH_MESSAGE
     # transformers' run ends as its kind shows; an encoder or denoiser compiled alone only gains PAG's processor
@@ -313,12 +372,18 @@ def repro_script(row: dict, captured: Captured) -> str:
     return head + match + body + _TAIL.format(done=_DONE.get(library, done))
 
 
-def write_repro(rows: pd.DataFrame, cause_or_model: str, out: str | Path | None = None) -> tuple[Path, dict]:
+def write_repro(rows: pd.DataFrame, cause_or_model: str, out: str | Path | None = None,
+                remedy: str | None = None) -> tuple[Path, dict]:
     """Write the reproduction of a cause (or of a model's FAIL) to ``out`` (default ``repro_<twin>.py`` here);
-    returns the path and the row it shows."""
+    returns the path and the row it shows. With a ``remedy`` (REMEDY_SCRIPTS), its second script is written beside it
+    too (``remedy_path``)."""
     from neuronhelpers.twins.build import build_twin
 
     row = failing_row(rows, cause_or_model)
+    if remedy and (remedy not in REMEDY_SCRIPTS or remedy not in [r.name for r in remedies_for(row["cause"])]):
+        raise UserError(f"--remedy {remedy}: a second script is written for {', '.join(REMEDY_SCRIPTS)}, on a cause "
+                        f"whose remedies include it; {row['model_id']}'s cause has "
+                        f"{', '.join(r.name for r in remedies_for(row['cause'])) or 'none'}")
     try:
         captured = capture(Path(build_twin(row["model_id"])), row["task"])
     except Unscriptable as exc:
@@ -326,4 +391,11 @@ def write_repro(rows: pd.DataFrame, cause_or_model: str, out: str | Path | None 
                         "which a script cannot write inline") from None
     path = Path(out) if out else Path(f"repro_{row['model_id'].split('/')[-1]}.py")
     path.write_text(repro_script(row, captured))
+    if remedy:
+        remedy_path(path).write_text(repro_script(row, captured, remedy))
     return path, row
+
+
+def remedy_path(path: Path) -> Path:
+    """Where a reproduction's second script, with the remedy, is written: beside it."""
+    return path.with_name(f"{path.stem}_remedy{path.suffix}")

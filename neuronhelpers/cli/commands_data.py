@@ -110,7 +110,7 @@ def cmd_causes(args) -> int:
 
 def cmd_repro(args) -> int:
     """A minimal reproduction of a cause (analysis/repro.py), from the twin that shows it in this environment's pair."""
-    from neuronhelpers.analysis.repro import write_repro
+    from neuronhelpers.analysis.repro import remedy_path, write_repro
     from neuronhelpers.core.settings import catalog_dir, no_catalog_words
     from neuronhelpers.store.dataset import load_results, select_pair
 
@@ -118,11 +118,16 @@ def cmd_repro(args) -> int:
     if results is None:
         raise UserError(no_catalog_words(args.results))
     rows, _pair = select_pair(load_results(results), args.pair)
-    path, row = write_repro(rows, args.cause, args.out)
+    path, row = write_repro(rows, args.cause, args.out, remedy=args.remedy)
     lines = path.read_text().count("\n")
     print(f"{path}: {lines} lines, shows {row['model_id']}'s {row['stage']} failure on CPU: {row['cause']}")
     print(f"run it: python {path}   (REPRODUCED and exit 1 while this cause holds; 'a different failure' and exit 2 "
           "on another; exit 0 once fixed)")
+    if args.remedy:
+        second = remedy_path(path)
+        print(f"{second}: {second.read_text().count(chr(10))} lines, the same failure with the remedy {args.remedy}")
+        print(f"run it: python {second}   (WORKAROUND and exit 3 when the remedy makes it run within its limit; "
+              "exit 2: not applicable; exit 1: it did not run. Never 0: not a fix)")
     return 0
 
 

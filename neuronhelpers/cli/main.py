@@ -191,6 +191,9 @@ def _repro_command(command) -> None:
     p.add_argument("--pair", default="current",
                    help="COMPILER_VERSION,LIBRARY_VERSION, current (this environment's: the default) or newest")
     p.add_argument("--out", default=None, help="the script's path (default repro_<twin>.py here)")
+    p.add_argument("--remedy", metavar="NAME", default=None,
+                   help="also write a second script beside it, the same failure run with this remedy "
+                        "(full_static_within_window): it prints WORKAROUND and exits 3, never 0")
     p.set_defaults(func=commands_data.cmd_repro)
 
 

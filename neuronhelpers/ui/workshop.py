@@ -252,6 +252,9 @@ GLOSSARY = {
     "remedy": "one change to the recipe (a compiler setting, a generate() argument) that `sweep --remedies` tries "
               "after a FAIL, written into run.py as one more PARAMS entry the recipe reads; recorded beside the "
               "verdict with its cost, never as it",
+    "trn2-ready": "a remedy that passed with static shapes, one compiled graph and no recompile, as TorchNeuron "
+                  "compiles; beside it 'costly on trn2' (graph breaks, several graphs) and 'not on trn2' (a symbolic "
+                  "size or int, or a compile per generated token)",
     "evidence": "what a verdict stands on: exact > near_tie > within_tolerance > judged for a PASS; for a FAIL, "
                 "whether the model ran eagerly on the same device",
     "TP": "tensor parallelism: each rank holds a slice of every layer's weights",
@@ -276,7 +279,7 @@ DEFINED_IN = {
     EXACT: "01", "evidence": "01", "recompile": "01", "GGUF": "01", "static cache": "01",
     "NeuronCore": "02", "LNC": "02", "NEFF": "02", "compile cache": "02", "reference": "02",
     NEAR_TIE: "02", "dynamo": "02", "graph break": "02", "rank": "02", "remedy": "02",
-    "judge": "03",
+    "judge": "03", "trn2-ready": "03",
     "EP": "04",
     "gate": "05",
 }

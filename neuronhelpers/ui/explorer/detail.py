@@ -227,8 +227,9 @@ def _no_row_html(model_id: str, hint: str) -> str:
 
 
 def remedy_lines(model_id: str, value) -> list[str]:
-    """A FAIL's remedies as tried (run/remedies.py): what made it run and at what cost, and for each remedy the one
-    line its run.py adds (its PARAMS entry), with the command that prints that run.py."""
+    """A FAIL's remedies as tried (run/remedies.py): what made it run and at what cost, and for each remedy its result
+    with its word on trn2, the one line its run.py adds (its PARAMS entry), and the command that prints the run.py a
+    trn2 user runs."""
     import json
 
     from neuronhelpers.recipes.remedies import REMEDIES, remedy_line
@@ -241,8 +242,9 @@ def remedy_lines(model_id: str, value) -> list[str]:
     for tried in json.loads(value):
         remedy = REMEDIES.get(tried.get("remedy"))
         if remedy is not None:
-            lines.append(f"{tried['result']} with `{remedy_line(remedy.name)}`: neuronhelpers render {model_id} "
-                         f"--remedy {remedy.name}")
+            word = f" ({tried['trn2']})" if tried.get("trn2") else ""
+            lines.append(f"{tried['result'] or 'not run'}{word} with `{remedy_line(remedy.name)}`: neuronhelpers "
+                         f"render {model_id} --remedy {remedy.name} --backend neuron")
     return lines
 
 
