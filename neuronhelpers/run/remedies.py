@@ -125,7 +125,13 @@ def passed_records(tried: list[dict]) -> list[dict]:
     exceeds its limit), best trn2 word first, then in the order tried."""
     passed = [t for t in tried if t["result"] == vocab.PASS and not t.get("changes_computation")
               and not t.get("not_applicable")]
-    return sorted(passed, key=lambda t: _WORD_ORDER.index(t.get("trn2") if t.get("trn2") in _WORD_ORDER else None))
+    return sorted(passed, key=lambda t: _WORD_ORDER.index(_word(t)[0] if _word(t)[0] in _WORD_ORDER else None))
+
+
+def _word(record: dict) -> tuple[str | None, str]:
+    """A record's trn2 word and why: as recorded, or derived for a record made before words were (its shapes unread,
+    so no word: it says so)."""
+    return (record["trn2"], record.get("trn2_why") or "") if "trn2" in record else trn2_word(record)
 
 
 def remedies_line(value, architecture_twin: bool = False) -> str | None:
@@ -152,7 +158,8 @@ def _said(record: dict, architecture_twin: bool) -> str:
     window = record.get("window")
     limit = (f", for sequences up to {window} tokens" + (" (the architecture's default window)" if architecture_twin
                                                          else "")) if window else ""
-    word = f"{record['trn2']}: {record['trn2_why']}" if record.get("trn2") else record.get("trn2_why") or ""
+    found, why = _word(record)
+    word = f"{found}: {why}" if found else why
     caveat = getattr(REMEDIES.get(record.get("remedy")), "caveat", "")
     notes = "; ".join(part for part in (word, "identical output within the window" if window else "", caveat) if part)
     return f"{record['change']}{limit}{_cost(record)}" + (f" ({notes})" if notes else "")

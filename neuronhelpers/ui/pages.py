@@ -56,8 +56,9 @@ def start_page():
         new_markdown_cell("## Is this machine ready?\nOne line per requirement; a FAIL line says what to do."),
         new_code_cell("from neuronhelpers import doctor, workshop\n\nworkshop.begin(FETCH_FROM_HUB)\n"
                       "doctor_status = doctor()"),
-        new_markdown_cell("## Set-up, as typed\n```bash\n" + workshop.SETUP + "\n```\nIf the install broke, "
-                          "`build/book/index.html` shows every lesson as it ran."),
+        new_markdown_cell("## Set-up, as typed\n```bash\n" + workshop.SETUP + "\n```\nWhere JupyterLab "
+                          "will not start, `build/book/index.html` (from `make book` the day before) shows every "
+                          "lesson as it ran."),
         new_markdown_cell("## The lessons, in order\nEach ends by naming the next.\n\n"
                           + lessons_markdown()),
         new_markdown_cell(

@@ -286,9 +286,9 @@ DEFINED_IN = {
 
 SETUP = """# the day before, with the network (each machine, or one trn2 per pair):
 make demo                       # .venv, torch, the shelf, a sweep of twins (8 GB of disk free)
-make lab                        # JupyterLab and papermill into .venv (once; offline afterwards)
-make book                       # build/book/index.html: every lesson as it ran, the fallback
-# the day itself, offline:
+make book                       # build/book/index.html: every lesson as it ran (needs make demo's install)
+make lab                        # installs JupyterLab once, then starts it: it keeps the terminal (Ctrl-C ends it)
+# the day itself, offline, in a terminal of its own:
 export HF_HUB_OFFLINE=1         # nothing is fetched from the Hub; the shelf and twins stand in
 .venv/bin/neuronhelpers doctor
 make lab"""
