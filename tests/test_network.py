@@ -55,9 +55,14 @@ def test_offline_switch_wins_without_probing(monkeypatch):
 
 @pytest.mark.slow
 def test_doctor_says_the_hub_is_unreachable(unreachable_hub):
+    """Every check in the full form; the short form (the start page's) shows no line for what is only information
+    (an unreachable Hub), just the one summary line, where nothing required failed."""
     proc = run_cli("doctor")
     line = next(line for line in proc.stdout.splitlines() if "Hugging Face Hub" in line)
     assert f"unreachable ({unreachable_hub})" in line and "offline mode is" in line
+    checks = sum(1 for line in proc.stdout.splitlines() if line[:4].strip() in ("OK", "FAIL", "INFO"))
+    short = run_cli("doctor", "--short")
+    assert (short.returncode, short.stdout.splitlines()) == (0, [f"{checks} of {checks} checks passed (backend cpu)"])
 
 
 def test_publish_dry_run_offline_answers_at_once_without_retries(unreachable_hub, tmp_path):

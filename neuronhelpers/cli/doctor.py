@@ -110,13 +110,21 @@ def checks() -> list[tuple[str, str, str]]:
     return out
 
 
-def main() -> int:
+def main(short: bool = False) -> int:
+    """Every check, one line each, then a summary; ``short`` (the start page's cell, `doctor --short`): only the
+    checks that failed, then one summary line with the backend. Exit status 1 where a required check failed."""
     results = checks()
-    width = max(18, *(len(what) for _, what, _ in results))
-    for status, what, detail in results:
-        print(f"{status:4s}  {what:{width}s} {detail}")
     failed = [r for r in results if r[0] == FAIL]
-    print("all required checks passed" if not failed else f"{len(failed)} check(s) failed")
+    shown = failed if short else results
+    width = max(18, *(len(what) for _, what, _ in results))
+    for status, what, detail in shown:
+        print(f"{status:4s}  {what:{width}s} {detail}")
+    backend = next((detail.split(" ")[0] for _, what, detail in results if what == "backend"), "?")
+    if short:
+        print(f"{len(results) - len(failed)} of {len(results)} checks passed (backend {backend})"
+              + ("; `neuronhelpers doctor` lists them all" if failed else ""))
+    else:
+        print("all required checks passed" if not failed else f"{len(failed)} check(s) failed")
     return 1 if failed else 0
 
 

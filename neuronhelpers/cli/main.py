@@ -17,10 +17,10 @@ from neuronhelpers.recipes.remedies import REMEDIES
 TIMEOUT_HELP = f"seconds before a model's run is stopped (default {DEFAULT_TIMEOUT_S:g})"
 
 
-def cmd_doctor(_args) -> int:
+def cmd_doctor(args) -> int:
     from neuronhelpers.cli.doctor import main as doctor
 
-    return doctor()
+    return doctor(short=args.short)
 
 
 def _parents() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -226,6 +226,7 @@ def _environment_commands(command, backend) -> None:
     p.set_defaults(func=commands_data.cmd_snapshot)
 
     p = command("doctor", "check this environment: OK / FAIL per requirement")
+    p.add_argument("--short", action="store_true", help="only the checks that failed, then one summary line")
     p.set_defaults(func=cmd_doctor)
 
 
