@@ -53,13 +53,11 @@ def start_page():
         new_code_cell("RUN_ON_TRN2 = False     # True on a trn2: the cells that run real models there run\n"
                       "FETCH_FROM_HUB = False  # True: models the shelf lacks are downloaded (sizes are said first)",
                       metadata={"tags": ["parameters"]}),
-        new_markdown_cell("## Is this machine ready?\nOne line per problem, saying what to do, then one line: how "
-                          "many checks passed. `neuronhelpers doctor` in a terminal lists every check."),
+        new_markdown_cell("## Is this machine ready?\nA line per problem, saying what to do, then a summary."),
         new_code_cell("from neuronhelpers import doctor, workshop\n\nworkshop.begin(FETCH_FROM_HUB)\n"
                       "doctor_status = doctor(short=True)"),
-        new_markdown_cell("## Set-up, as typed\n```bash\n" + workshop.SETUP + "\n```\nWhere JupyterLab "
-                          "will not start, `build/book/index.html` (from `make book` the day before) shows every "
-                          "lesson as it ran."),
+        new_markdown_cell("## Set-up, as typed\n```bash\n" + workshop.SETUP + "\n```\nWithout JupyterLab, "
+                          "`build/book/index.html` (`make book`) shows every lesson as it ran."),
         new_markdown_cell("## The lessons, in order\nEach ends by naming the next.\n\n"
                           + lessons_markdown()),
         new_markdown_cell(

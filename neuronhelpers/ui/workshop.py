@@ -286,8 +286,8 @@ DEFINED_IN = {
 
 SETUP = """# the day before, with the network (each machine, or one trn2 per pair):
 make demo                       # .venv, torch, the shelf, a sweep of twins (8 GB of disk free)
-make book                       # build/book/index.html: every lesson as it ran (needs make demo's install)
-make lab                        # installs JupyterLab once, then starts it: it keeps the terminal (Ctrl-C ends it)
+make book                       # build/book/index.html: every lesson as it ran
+make lab                        # installs JupyterLab once, then runs it in this terminal (Ctrl-C ends it)
 # the day itself, offline, in a terminal of its own:
 export HF_HUB_OFFLINE=1         # nothing is fetched from the Hub; the shelf and twins stand in
 .venv/bin/neuronhelpers doctor
