@@ -192,6 +192,8 @@ def test_the_answer_gives_the_trn2_ready_remedy_first_and_the_others_with_their_
                                                       "sliding ones: not applicable)")
     unrun = remedy_record("full_static_within_window", {}, window=None)
     assert unrun["trn2_why"] == "the model's config sets no attention window" and unrun["result"] is None
+    unread = remedy_record("full_static_within_window", {}, not_applicable="its config could not be read here (x)")
+    assert (unread["trn2"], unread["trn2_why"]) == ("not applicable", "its config could not be read here (x)")
 
 
 def test_the_measuring_reads_what_a_compiled_graph_takes_that_is_not_static():

@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from neuronhelpers.core import vocab
+from neuronhelpers.core.errors import first_line
 from neuronhelpers.core.protocol import MAX_NEW_TOKENS
 from neuronhelpers.recipes.remedies import MAX_REMEDY_RUNS, REMEDIES, remedies_for, remedy_entry
 
@@ -41,14 +42,17 @@ def try_remedies(planned, row: dict, workdir: str | Path | None = None, **run_kw
             vocab.STAGE_REFERENCE:
         return []
     tried, runs = [], 0
-    window = None
+    window = unread = None
     for remedy in remedies_for(row.get("cause")):
         if runs >= MAX_REMEDY_RUNS:
             break
         if remedy.window_limited:
-            window = window if window is not None else attention_window(planned.ref.path, planned.trust_remote_code)
-            if not window or window <= MAX_NEW_TOKENS:
-                tried.append(remedy_record(remedy.name, {}, window=window))
+            try:
+                window = window or attention_window(planned.ref.path, planned.trust_remote_code)
+            except Exception as exc:  # noqa: BLE001 - no window read: the remedy is not applicable, the row is kept
+                unread = f"its config could not be read here ({first_line(exc, name=True)})"
+            if unread or not window or window <= MAX_NEW_TOKENS:
+                tried.append(remedy_record(remedy.name, {}, window=window, not_applicable=unread))
                 continue
         remedied = dataclasses.replace(planned, params={**planned.params, "remedy": remedy_entry(remedy.name)})
         outcome = run_model(remedied, workdir=workdir / f"remedy-{remedy.name}", **run_kwargs)
@@ -71,11 +75,11 @@ def attention_window(path: str, trust_remote_code: bool = False) -> int | None:
     return min(sizes) if sizes else None
 
 
-def remedy_record(name: str, outcome: dict, window: int | None = None) -> dict:
+def remedy_record(name: str, outcome: dict, window: int | None = None, not_applicable: str | None = None) -> dict:
     """What one remedy run showed: its verdict and cause, and what it cost (compile seconds, recompiles and graphs,
     graph breaks, peak memory; whether the recompiles grew with the tokens; the symbols it compiled with), with its
     trn2 word and why. A window-limited remedy records the window, and is not applicable where the test's prompt and
-    new tokens exceed it (``outcome`` empty: it was not run)."""
+    new tokens exceed it, or ``not_applicable`` says why (``outcome`` empty: it was not run)."""
     remedy = REMEDIES[name]
     record = {"remedy": name, "change": remedy.label, "result": outcome.get("result"), "stage": outcome.get("stage"),
               "cause": outcome.get("cause"), "verification": outcome.get("verification"),
@@ -86,7 +90,9 @@ def remedy_record(name: str, outcome: dict, window: int | None = None) -> dict:
     if remedy.window_limited:
         record["window"] = window
         prompt = outcome.get("prompt_tokens")
-        if not window or window <= MAX_NEW_TOKENS or (isinstance(prompt, int) and prompt + MAX_NEW_TOKENS > window):
+        if not_applicable:
+            record["not_applicable"] = not_applicable
+        elif not window or window <= MAX_NEW_TOKENS or (isinstance(prompt, int) and prompt + MAX_NEW_TOKENS > window):
             record["not_applicable"] = ("the model's config sets no attention window" if not window else
                                         f"the test's {prompt if isinstance(prompt, int) else 'prompt'} + "
                                         f"{MAX_NEW_TOKENS} tokens exceed the window of {window}")
