@@ -269,3 +269,16 @@ def test_the_catalog_is_found_from_any_working_directory_and_its_absence_is_said
                                 "--results", str(tmp_path / "none")], capture_output=True, text=True, timeout=300)
     assert elsewhere.stdout.splitlines()[0] == (f"no answer from a catalog: no results dataset at '{tmp_path}/none': "
                                                 "give a folder of Parquet files (--results)")
+    # causes reads ./results unless given one: where it is missing, one line names it and where the catalog is
+    causes = subprocess.run([sys.executable, "-m", "neuronhelpers", "causes"], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path)
+    assert causes.returncode == 2 and causes.stderr.strip().splitlines() == [
+        f"neuronhelpers: error: no results folder at 'results' (causes reads ./results, a sweep's --out, unless given "
+        f"one); the committed catalog is {catalog_dir()}: `neuronhelpers causes {catalog_dir()}`"], causes.stderr
+    # NEURONHELPERS_CATALOG names another catalog: read where none is named, and named where it is missing
+    from neuronhelpers.core.settings import CATALOG_ENV
+
+    monkeypatch.setenv(CATALOG_ENV, str(tmp_path / "elsewhere"))
+    assert catalog_dir() == tmp_path / "elsewhere" and catalog_dir("x") == Path("x")
+    assert no_catalog_words(None) == (f"no results dataset at '{tmp_path}/elsewhere' ({CATALOG_ENV}): point it at a "
+                                      "catalog folder")

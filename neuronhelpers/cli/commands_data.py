@@ -67,6 +67,7 @@ def cmd_causes(args) -> int:
     from neuronhelpers.analysis.declared import declared_vs_measured, disagreement_line
     from neuronhelpers.store.dataset import load_results, select_pair
 
+    _results_or_where_the_catalog_is(args.results)
     catalog = load_results(args.results)
     df, pair = select_pair(catalog, args.pair)
     if args.isolate:
@@ -106,6 +107,19 @@ def cmd_causes(args) -> int:
         print("\nWhat would make them run (FAILs swept with --remedies, per cause: the best remedy's word on trn2)")
         print("\n".join(remedy_outcome_lines(outcomes.head(args.top))))
     return 0
+
+
+def _results_or_where_the_catalog_is(results: str) -> None:
+    """A results folder that is not there, in one line that names it and where the committed catalog is."""
+    from pathlib import Path
+
+    if "://" in str(results) or Path(results).exists():
+        return
+    catalog = settings.catalog_dir()
+    where = f"the committed catalog is {catalog}: `neuronhelpers causes {catalog}`" if catalog else \
+        f"no committed catalog was found either (run from a clone, or set {settings.CATALOG_ENV})"
+    raise UserError(f"no results folder at '{results}' (causes reads ./results, a sweep's --out, unless given one); "
+                    + where)
 
 
 def cmd_repro(args) -> int:

@@ -27,6 +27,7 @@ FORK_SERVER_ENV = "NEURONHELPERS_FORK_SERVER"
 JUDGE_MODEL_ENV = "NEURONHELPERS_JUDGE_MODEL"
 HUB_UNREACHABLE_ENV = "NEURONHELPERS_HUB_UNREACHABLE"
 RESULTS_ENV = "NEURONHELPERS_RESULTS"
+CATALOG_ENV = "NEURONHELPERS_CATALOG"
 SHELF_ENV = "NEURONHELPERS_SHELF"
 EAGER_MAX_ENV = "NEURONHELPERS_EAGER_MAX_PARAMETERS"
 DEVICE_DIR_ENV = "NEURONHELPERS_DEVICE_DIR"
@@ -42,6 +43,8 @@ VARIABLES = {v.name: v for v in (
     Variable("NEURONHELPERS_CACHE_BUCKET", "aws-neuron/torch-neuronx-neff-cache",
              "the Hub bucket of prebuilt compile caches, one neuronxcc-<version> folder per compiler version"),
     Variable(RESULTS_ENV, "results", "the results folder the explorer app (neuronhelpers app) opens"),
+    Variable(CATALOG_ENV, None, "the committed catalog an answer (plan, repro) reads where none is named (default "
+             "./catalog, else the clone's beside the installed package)"),
     Variable("NEURONHELPERS_CORE_GIB", "24", "memory of one core in GiB where the backend does not say (cpu, cuda)"),
     Variable("NEURONHELPERS_HOST_GIB", None,
              "host memory a CPU reference may use, in GiB (default: half of this machine's RAM)"),
@@ -121,11 +124,13 @@ CATALOG_NAME = "catalog"
 
 
 def catalog_dir(given: str | None = None) -> Path | None:
-    """The results folder an answer reads: ``given`` where one is named; else ./catalog where it exists; else the
-    clone's catalog beside the package (installed editable from a clone), so an answer does not depend on the working
-    directory; None where there is neither."""
+    """The results folder an answer reads: ``given`` where one is named; else ``NEURONHELPERS_CATALOG`` where set;
+    else ./catalog where it exists; else the clone's catalog beside the package (installed editable from a clone), so
+    an answer does not depend on the working directory; None where there is none."""
     if given:
         return Path(given)
+    if value(CATALOG_ENV):
+        return Path(os.path.expanduser(value(CATALOG_ENV)))
     for candidate in (Path(CATALOG_NAME), Path(__file__).resolve().parents[2] / CATALOG_NAME):
         if candidate.is_dir():
             return candidate
@@ -136,8 +141,10 @@ def no_catalog_words(given: str | None) -> str:
     """Why no answer was read, in one line: what was looked for, and what to pass."""
     if given:
         return f"no results dataset at '{given}': give a folder of Parquet files (--results)"
+    if value(CATALOG_ENV):
+        return f"no results dataset at '{value(CATALOG_ENV)}' ({CATALOG_ENV}): point it at a catalog folder"
     return (f"no catalog here (./{CATALOG_NAME}) nor beside the installed package: run from a clone of neuronhelpers, "
-            "or pass --results FOLDER")
+            f"set {CATALOG_ENV}, or pass --results FOLDER")
 
 
 def core_gib() -> float:
