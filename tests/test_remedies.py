@@ -190,6 +190,10 @@ def test_the_answer_gives_the_trn2_ready_remedy_first_and_the_others_with_their_
                                                     "the test's 40 + 32 tokens exceed the window of 64")
     assert remedies_line(remedies_json([beyond])) == ("no remedy made it run (tried full static layers for the "
                                                       "sliding ones: not applicable)")
+    symbolic_after = remedies_line(remedies_json([beyond, symbolic]))  # one passed: the refused one is still said
+    assert symbolic_after.startswith("PASS with torch.compiler.config.dynamic_sources") and symbolic_after.endswith(
+        "; full static layers for the sliding ones: not applicable (the test's 40 + 32 tokens exceed the window of "
+        "64)"), symbolic_after
     unrun = remedy_record("full_static_within_window", {}, window=None)
     assert unrun["trn2_why"] == "the model's config sets no attention window" and unrun["result"] is None
     unread = remedy_record("full_static_within_window", {}, not_applicable="its config could not be read here (x)")

@@ -194,6 +194,7 @@ class Answers:
         rows = rows.assign(**{c: None for c in READ_COLUMNS if c not in rows})
         twins = rows[rows["twin_of"].notna()]
         self.by_task, self.by_type, self.by_model = {}, {}, {}  # the newest pair's record of each
+        self.by_twin_id: dict[str, object] = {}  # an architecture twin asked for by its own id (tiny/<model_type>)
         self._arch_in_pair: dict[tuple, object] = {}
         ranked = _oldest_pair_first(twins)
         self._passes_in: dict[str, list[str]] = {}  # a twin -> the pairs where it passes, newest first
@@ -203,6 +204,7 @@ class Answers:
         for record in ranked[~is_own][[*READ_COLUMNS, "pair_rank"]].itertuples(index=False):
             self.by_task[(record.task, record.twin_of)] = record
             self.by_type[record.twin_of] = record
+            self.by_twin_id[record.model_id] = record
             self._arch_in_pair[(record.pair_rank, record.task, record.twin_of)] = record
             self._arch_in_pair.setdefault((record.pair_rank, None, record.twin_of), record)
         for record in ranked[is_own][[*READ_COLUMNS, "pair_rank"]].itertuples(index=False):
@@ -240,7 +242,11 @@ class Answers:
 
     def twin_answer(self, model_id: str | None, model_type=None, task=None) -> Answer | None:
         """The model's own twin's verdict (newest pair holding it, with that pair's architecture twin beside it), else
-        its architecture twin's (None when neither has a row)."""
+        its architecture twin's (None when neither has a row). A twin's own id answers too: a model twin's
+        (tiny/<org>--<name>) as its Hub id, an architecture twin's (tiny/<model_type>) as that twin."""
+        model_id = hub_id_of_twin(model_id) or model_id
+        if model_id in self.by_twin_id:
+            return self._answer(ANSWER_ARCHITECTURE_TWIN, self.by_twin_id[model_id])
         if model_id in self.by_model:
             record = self.by_model[model_id]
             arch = self._architecture(record.twin_of, record.task, record.pair_rank)

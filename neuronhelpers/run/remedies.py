@@ -156,6 +156,9 @@ def remedies_line(value, architecture_twin: bool = False) -> str | None:
     line = f"PASS with {_said(best, architecture_twin)}"
     if others:
         line += "; also " + "; ".join(f"PASS with {_said(t, architecture_twin)}" for t in others)
+    refused = [t for t in tried if t.get("not_applicable")]  # said, so a reader does not wonder why it is missing
+    if refused:
+        line += "; " + "; ".join(f"{t['change']}: not applicable ({t['not_applicable']})" for t in refused)
     return line
 
 
