@@ -24,7 +24,7 @@ demo: install
 # Two workers (pytest-xdist), one module at a time each, slowest first (tests/conftest.py): TEST_WORKERS=0 runs the
 # suite in one process.
 TEST_WORKERS ?= 2
-PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: install checkpoints lint
 	bash scripts/install_browser.sh
 	$(PY) -m pytest $(PYTEST_PARALLEL) --durations=15

@@ -54,7 +54,6 @@ def pytest_configure(config):
     config.addinivalue_line("markers",
                             "machine(kind): the test is about a cpu, cuda or neuron machine; skipped elsewhere")
     config.addinivalue_line("markers", "slow: compiles, builds twins or starts services (left out of make test-fast)")
-    config.addinivalue_line("markers", "xdist_group(name): the unit of work one pytest-xdist worker runs whole")
     os.environ["NEURONHELPERS_BACKEND"] = os.environ.get("NEURONHELPERS_TEST_BACKEND", "cpu")
 
 
@@ -69,27 +68,20 @@ def machine_kind() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-# `make test` runs the suite on two workers (pytest-xdist, --dist loadgroup): each module is one unit of work, so a
-# module's fixtures are built once, on one worker. The book renders the notebooks' executed copies, so its module
-# joins theirs (same worker, after them). Units start slowest first, so the last one to finish is a short one; the
-# order is `pytest --durations=0` on 2 cores, the slowest modules' summed seconds (2026-12-07).
-SAME_WORKER = {"test_notebooks_book": "test_notebooks"}
-SLOWEST_FIRST = ("test_notebooks", "test_model_twins", "test_remedies", "test_rerun", "test_pipeline_twins",
-                 "test_faults", "test_shelf", "test_sweep", "test_speech", "test_judges", "test_end_to_end",
-                 "test_fleet", "test_app_browser")
+# `make test` runs the suite on two workers (pytest-xdist, --dist loadfile): each module is one unit of work, so its
+# fixtures are built once, on one worker, and its tests run in their order (the book of the executed lessons comes
+# after the executions, in tests/test_notebooks.py). Units start slowest first (--no-loadscope-reorder keeps this
+# order), so the last to finish is a short one: the modules' summed seconds in `pytest -n 2 --durations=0` on 2 cores
+# at d6c2d7d (2026-12-07): notebooks 672 s, libraries 291, remedies 280, sweep 237, shelf 166, faults 127, fleet 126,
+# sharded 115, judges 113, end_to_end 104, evidence 98, twins 90, rerun 77; the rest under 62 s each.
+SLOWEST_FIRST = ("test_notebooks", "test_libraries", "test_remedies", "test_sweep", "test_shelf", "test_faults",
+                 "test_fleet", "test_sharded", "test_judges", "test_end_to_end", "test_evidence", "test_twins",
+                 "test_rerun")
 
 
-def _work_unit(item) -> str:
-    module = item.path.stem
-    return SAME_WORKER.get(module, module)
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_work_unit(item)))
-    rank = {unit: i for i, unit in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(_work_unit(item), len(rank)))  # stable: a module keeps its own order
+    rank = {module: i for i, module in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: a module keeps its own order
     kind = None
     for item in items:
         marker = item.get_closest_marker("machine")

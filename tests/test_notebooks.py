@@ -8,21 +8,24 @@ skipped and why. The runs themselves are on CPU (the session forces NEURONHELPER
 runtime behind it)."""
 
 import json
+import os
 import re
 
 import nbformat
 import pytest
+from test_notebooks_book import CDN
 
-from conftest import ROOT
+from conftest import ARTIFACTS, CHROMIUM, ROOT, launch_chromium
 from hub_server import HubServer
 from neuronhelpers.core.settings import DEVICE_DIR_ENV
-from neuronhelpers.ui.book import execute_in_copy
+from neuronhelpers.ui.book import build_book, execute_in_copy, lesson_heading
 from neuronhelpers.ui.exercises import RIGHT
+from neuronhelpers.ui.pages import GUIDE
 from neuronhelpers.ui.workshop import LESSON_ORDER, lesson_paths, next_lesson
 
 NOTEBOOKS = lesson_paths(ROOT / "notebooks")  # teaching order, the start page first
 # Each executed notebook is kept here (the probe cell removed) for the static book: `make book` and
-# tests/test_notebooks_book.py render it without executing anything a second time.
+# the book's test at the end of this file render it without executing anything a second time.
 EXECUTED = ROOT / "build" / "executed"
 
 # What each lesson claims, read from its variables after it ran.
@@ -425,3 +428,82 @@ def test_what_is_run_in_class_needs_no_homework_cell(path):
             bound |= names
         else:
             only_homework |= names - bound
+
+
+# ---- the book of the lessons as they ran (`make book`): rendered from the copies the executions above kept -------
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (make test installs it)")
+def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    missing = [p.name for p in NOTEBOOKS if not (EXECUTED / p.name).exists()]
+    if missing:
+        pytest.fail(f"no executed copy of {', '.join(missing)} in {EXECUTED}: tests/test_notebooks.py must run first "
+                    "(it writes them), or `make book` executes them")
+    out = tmp_path / "book"
+    paths = build_book(EXECUTED, out, execute_missing=False)
+    guide = f"{GUIDE}.html"  # the teacher's guide closes the book (Markdown only: nothing executed)
+    assert sorted(p.name for p in paths) == sorted([*(p.stem + ".html" for p in NOTEBOOKS), guide, "index.html"])
+    assert len(paths) == len(LESSON_ORDER) + 2
+    index = (out / "index.html").read_text()
+    links = re.findall(r'<li><a href="([^"]+)">', index)
+    assert links == [*(p.stem + ".html" for p in NOTEBOOKS), guide]  # in teaching order (ui/workshop.py), then it
+    guide_page = (out / guide).read_text()
+    assert "A Run All on a trn2, cell by cell" in guide_page and "TorchNeuron" in guide_page
+    titles = [lesson_heading(nbformat.read(EXECUTED / p.name, as_version=4), p.stem)[0] for p in NOTEBOOKS]
+    solutions = 0
+    for source, path in zip(NOTEBOOKS, paths, strict=False):
+        page = path.read_text()
+        assert "celltag_injected-parameters" not in page and not CDN.search(page), path.name
+        cells = nbformat.read(EXECUTED / source.name, as_version=4).cells
+        count = sum("solution" in c.metadata.get("tags", []) for c in cells)
+        collapsed = re.findall(r'<details class="nh-solution"><summary>Solution</summary>(.*?)</details>', page, re.S)
+        assert len(collapsed) == count and all("celltag_solution" in c for c in collapsed), path.name
+        assert "celltag_solution" not in re.sub(r"<details class=\"nh-solution\">.*?</details>", "", page, flags=re.S)
+        solutions += count
+    print(f"{solutions} solution cells, each collapsed")
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    fetched = []
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        context = browser.new_context(viewport={"width": 1400, "height": 1800})
+        context.route(re.compile(r"^https?://"), lambda route: (fetched.append(route.request.url), route.abort()))
+        page = context.new_page()
+        page.goto((out / "index.html").as_uri())
+        for title in titles:
+            page.get_by_role("link", name=title).wait_for(timeout=30_000)
+        page.screenshot(path=str(ARTIFACTS / "book-index.png"), full_page=True)
+        page.get_by_role("link", name=titles[0]).click()  # the attendees' start page: one screen
+        page.get_by_role("heading", name="The lessons, in order").wait_for(timeout=30_000)
+        assert page.locator("table").count() == 1  # its prerequisites; the plans are the teacher's
+        page.screenshot(path=str(ARTIFACTS / "book-00-start.png"), full_page=True)
+        page.set_viewport_size({"width": 1366, "height": 768})  # a workshop laptop's screen: what shows unscrolled
+        page.screenshot(path=str(ARTIFACTS / "book-00-start-1366x768.png"))
+        print("start page at 1366 wide:", page.evaluate("document.documentElement.scrollHeight"), "px tall")
+        page.set_viewport_size({"width": 1400, "height": 1800})
+        page.goto((out / "index.html").as_uri())
+        page.get_by_role("link", name="Teacher's guide").click()
+        page.get_by_role("heading", name="The plan: 90 minutes").wait_for(timeout=30_000)
+        assert page.locator("table").count() >= 6  # both plans, homework, the Run All, the compiles, the glossary
+        page.screenshot(path=str(ARTIFACTS / "book-teachers-guide.png"), full_page=True)
+        page.goto((out / "index.html").as_uri())
+
+        page.get_by_role("link", name=titles[1]).click()
+        page.wait_for_url(re.compile(re.escape(NOTEBOOKS[1].stem) + r"\.html$"))
+        page.get_by_role("heading", name=titles[1]).wait_for(timeout=30_000)
+        figure = page.locator(".jp-OutputArea-output img").first
+        figure.wait_for(timeout=30_000)
+        assert figure.evaluate("img => img.complete && img.naturalWidth > 100")  # the matplotlib PNG, embedded
+        assert page.get_by_role("link", name="Contents").first.is_visible()
+        page.screenshot(path=str(ARTIFACTS / f"book-{NOTEBOOKS[1].stem[:2]}.png"), full_page=True)
+        for lesson, picture in (("02", "hands the graph on"), ("04", "What a core is")):
+            page.goto((out / f"{next(p.stem for p in NOTEBOOKS if p.stem.startswith(lesson))}.html").as_uri())
+            text = page.get_by_text(picture).first
+            text.wait_for(timeout=30_000)  # the picture's sentence, then the picture drawn below it
+            drawn = text.locator("xpath=following::img[1]")
+            assert drawn.evaluate("img => img.complete && img.naturalWidth > 300"), lesson
+            drawn.screenshot(path=str(ARTIFACTS / f"book-{lesson}-picture.png"))
+        browser.close()
+    assert not fetched, fetched  # every page reads offline
