@@ -276,10 +276,10 @@ GLOSSARY = {
 DEFINED_IN = {
     "twin": "01", "shelf": "01", "trn2": "01", "inductor": "01", "run.py": "01", "catalog": "01", "version pair": "01",
     "seed columns": "01", "TP": "01", EXCLUDED: "01", UNTESTED: "01", "cause": "01", "Selected list": "01",
-    EXACT: "01", "evidence": "01", "recompile": "01", "GGUF": "01", "static cache": "01",
+    EXACT: "01", "evidence": "01", "recompile": "01", "GGUF": "01", "static cache": "01", "trn2-ready": "01",
     "NeuronCore": "02", "LNC": "02", "NEFF": "02", "compile cache": "02", "reference": "02",
     NEAR_TIE: "02", "dynamo": "02", "graph break": "02", "rank": "02", "remedy": "02",
-    "judge": "03", "trn2-ready": "03",
+    "judge": "03",
     "EP": "04",
     "gate": "05",
 }
