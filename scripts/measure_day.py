@@ -6,6 +6,7 @@ replaced, the others kept, and the file's "how" says which were measured when.""
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -27,8 +28,9 @@ if lessons != ALL:
     kept = json.loads(day.TIMINGS.read_text())
     how = measured["measured"]
     kept["cells"].update(measured["cells"])
-    kept["measured"]["how"] += (f" [{', '.join(lessons)} re-measured alone on {how['date']} at {how['commit']} "
-                                f"(scripts/measure_day.py --lessons)]")
+    said = f" [{', '.join(lessons)} re-measured alone on "
+    earlier = re.sub(re.escape(said) + r"[^\]]*\(scripts/measure_day.py --lessons\)\]", "", kept["measured"]["how"])
+    kept["measured"]["how"] = earlier + f"{said}{how['date']} at {how['commit']} (scripts/measure_day.py --lessons)]"
     measured = kept
 day.TIMINGS.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
 print(f"wrote {day.TIMINGS}")
