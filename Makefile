@@ -1,7 +1,7 @@
 # make demo   set up .venv and run the main job: sweep the Selected list's twins and the shelf's real checkpoints
 #             into ./results, then take a dated snapshot of the published dataset where the Hub answers
 # make test   set up .venv and run the whole test suite (notebooks and the browser test included)
-# make test-fast  ruff, then the tests that compile nothing (about five minutes: 5 min 4 s on 2 cores, 2026-12-06): the inner loop
+# make test-fast  ruff, then the tests that compile nothing (about three minutes: 3 min 17 s on 2 cores, 2026-12-07): the inner loop
 # make lab    open the notebooks in JupyterLab (installed on the first call; offline afterwards)
 # make book   the notebooks as a static HTML book in build/book (executes those without an executed copy once)
 VENV ?= .venv
