@@ -13,8 +13,9 @@ from pathlib import Path
 
 from neuronhelpers.ui import day
 from neuronhelpers.ui.book import measure_lessons
+from neuronhelpers.ui.workshop import LESSON_ORDER
 
-ALL = ("01", "02", "03", "04", "05", "06")
+ALL = LESSON_ORDER[1:]  # every lesson the start page lists (it has no cells of its own to time)
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--results", default=str(day.NOTEBOOKS_DIR.parent / "results"), help="make demo's results")
 parser.add_argument("--lessons", nargs="+", choices=ALL, default=ALL, help="re-measure only these (default: all)")

@@ -7,6 +7,7 @@ device, no GPU), ``"cuda"`` or ``"neuron"``; elsewhere it is skipped with the re
 """
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -17,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # The browser tests (the served explorer, the book): Debian's chromium, driven by Playwright; screenshots land here.
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
+# A script, style or image the page would fetch (a link a reader may follow, <a href>, is fine: nothing loads it).
+CDN = re.compile(r"""\bsrc=["']?(https?:)?//|<link\b[^>]*\bhref=["']?(https?:)?//""")
 
 
 def launch_chromium(playwright):

@@ -13,9 +13,8 @@ import re
 
 import nbformat
 import pytest
-from test_notebooks_book import CDN
 
-from conftest import ARTIFACTS, CHROMIUM, ROOT, launch_chromium
+from conftest import ARTIFACTS, CDN, CHROMIUM, ROOT, launch_chromium
 from hub_server import HubServer
 from neuronhelpers.core.settings import DEVICE_DIR_ENV
 from neuronhelpers.ui.book import build_book, execute_in_copy, lesson_heading
@@ -439,8 +438,8 @@ def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path
 
     missing = [p.name for p in NOTEBOOKS if not (EXECUTED / p.name).exists()]
     if missing:
-        pytest.fail(f"no executed copy of {', '.join(missing)} in {EXECUTED}: tests/test_notebooks.py must run first "
-                    "(it writes them), or `make book` executes them")
+        pytest.fail(f"no executed copy of {', '.join(missing)} in {EXECUTED}: the executions above must run "
+                    "first (they write them), or `make book` executes them")
     out = tmp_path / "book"
     paths = build_book(EXECUTED, out, execute_missing=False)
     guide = f"{GUIDE}.html"  # the teacher's guide closes the book (Markdown only: nothing executed)

@@ -10,16 +10,11 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from conftest import ROOT
+from conftest import CDN
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.ui.book import build_book, lesson_heading
-from neuronhelpers.ui.workshop import lesson_paths
 
-NOTEBOOKS = lesson_paths(ROOT / "notebooks")  # in teaching order, the start page first
-EXECUTED = ROOT / "build" / "executed"  # where tests/test_notebooks.py keeps each executed notebook
 XSS = "<script>window.__pwned = 1</script>"
-# A script, style or image the page would fetch (a link a reader may follow, <a href>, is fine: nothing loads it).
-CDN = re.compile(r"""\bsrc=["']?(https?:)?//|<link\b[^>]*\bhref=["']?(https?:)?//""")
 
 
 def lesson(number: str, *, executed: bool):
