@@ -223,6 +223,21 @@ def test_doctor_checks_the_python_torch_neuronx_ships_for_on_a_neuron_machine(ve
         assert "environment-trn2.yml" in result[2]
 
 
+def test_doctor_short_says_a_machine_without_the_trn2_environment_in_one_line_with_its_fix():
+    """On a neuron machine whose Python is not one torch-neuronx ships for and which lacks the Neuron packages, the
+    short form (the start page's cell) says one problem with one fix, not three; other failures keep their lines,
+    and a single trn2 failure keeps its own."""
+    from neuronhelpers.cli.doctor import FAIL, TRN2_FIX, _neuron_checks, python_check, short_lines
+
+    trn2 = [python_check(True, (3, 11, 7)), (FAIL, "torch-neuronx", "not installed (needed on a trn2 only)"),
+            (FAIL, "neuronx-cc", "not installed (needed on a trn2 only)")]
+    other = (FAIL, "torch>=2.13", "2.12.0")
+    assert short_lines([*trn2, other]) == [
+        (FAIL, "trn2 environment", f"python 3.11.7, no torch-neuronx, no neuronx-cc: {TRN2_FIX}"), other]
+    assert short_lines([trn2[1], other]) == [trn2[1], other]
+    assert {what for _, what, _ in _neuron_checks()[1:]} <= {what for _, what, _ in trn2}  # the names it groups
+
+
 def test_the_trn2_environment_file_uses_a_python_and_index_torch_neuronx_ships_for():
     import yaml
 

@@ -183,7 +183,7 @@ def run_notebook(path, tmp_path):
 
 
 # What doctor may fail on a machine that presents a neuron device but is no trn2 (this one, with the fake device).
-ONLY_ON_TRN2 = {"python 3.12-3.14", "torch-neuronx", "neuronx-cc"}
+ONLY_ON_TRN2 = {"python 3.12-3.14", "torch-neuronx", "neuronx-cc", "trn2 environment"}
 # The cells that run real models on a trn2: each says it skipped, and why, with the parameters' defaults.
 TRN2_CELLS = {"02": 1, "04": 2, "06": 1}
 
@@ -214,9 +214,10 @@ def test_notebook_executes_headless_and_shows_what_it_claims(path, tmp_path, wor
     number = path.stem[:2]
     if number == "00":
         assert lesson["offline"] == "1" and "FETCH_FROM_HUB is False" in text
-        # the short form: only what failed, then one summary line; the three trn2-only FAILs (FAIL, not INFO, only
-        # where a neuron device is present) show the fake device was seen
-        assert lesson["doctor"] == 1 and failed == ONLY_ON_TRN2 and re.search(
+        # the short form: a line per problem, then one summary line; the trn2 environment's three FAILs (FAIL, not
+        # INFO, only where a neuron device is present) in one line show the fake device was seen
+        assert lesson["doctor"] == 1 and failed == {"trn2 environment"} and "no torch-neuronx, no neuronx-cc" in text
+        assert re.search(
             r"^\d+ of \d+ checks passed \(backend \w+\); `neuronhelpers doctor` lists them all$", text, re.M)
     elif number == "01":
         assert lesson["classic_rows"] >= 2 and "PASS" in lesson["classic_results"]  # the query says something
@@ -475,12 +476,18 @@ def test_the_book_of_the_lessons_as_they_ran_reads_offline_in_a_browser(tmp_path
             page.get_by_role("link", name=title).wait_for(timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "book-index.png"), full_page=True)
         page.get_by_role("link", name=titles[0]).click()  # the attendees' start page: one screen
-        page.get_by_role("heading", name="The lessons, in order").wait_for(timeout=30_000)
-        assert page.locator("table").count() == 1  # its prerequisites; the plans are the teacher's
+        page.get_by_role("heading", name="What's next").wait_for(timeout=30_000)
+        assert page.locator("table").count() == 0  # the plans are the teacher's
         page.screenshot(path=str(ARTIFACTS / "book-00-start.png"), full_page=True)
-        page.set_viewport_size({"width": 1366, "height": 768})  # a workshop laptop's screen: what shows unscrolled
+        page.set_viewport_size({"width": 1366, "height": 768})  # a workshop laptop's screen: all of it, unscrolled
         page.screenshot(path=str(ARTIFACTS / "book-00-start-1366x768.png"))
-        print("start page at 1366 wide:", page.evaluate("document.documentElement.scrollHeight"), "px tall")
+        height = page.evaluate("document.documentElement.scrollHeight")
+        print("start page at 1366 wide:", height, "px tall, body ends at",
+              page.evaluate("document.body.getBoundingClientRect().bottom"))
+        assert height <= 768, f"the start page is {height} px tall at 1366 wide: it no longer fits one screen"
+        assert not page.get_by_text("make demo").is_visible()  # the set-up, done the day before, is folded
+        page.get_by_text("Set-up, as typed").click()
+        assert page.get_by_text("make demo").is_visible()
         page.set_viewport_size({"width": 1400, "height": 1800})
         page.goto((out / "index.html").as_uri())
         page.get_by_role("link", name="Teacher's guide").click()

@@ -55,6 +55,10 @@ def requirement_checks() -> list[tuple[str, str, str]]:
 
 # torch-neuronx 2.13.3 / 2.14.3 (Neuron SDK 2.33) and 2.13.3.1 / 2.14.3.1 (2.34) ship for these Python releases only.
 NEURON_PYTHONS = ((3, 12), (3, 13), (3, 14))
+# The checks a trn2's environment passes and no other does: on a neuron machine their failures have one cause and one
+# fix, so the short form says them in one line.
+TRN2_ENVIRONMENT = ("python 3.12-3.14", "torch-neuronx", "neuronx-cc")
+TRN2_FIX = "use the Neuron DLAMI's environment or `conda env create -f environment-trn2.yml`"
 
 
 def python_check(neuron_machine: bool, version=None) -> tuple[str, str, str]:
@@ -66,8 +70,7 @@ def python_check(neuron_machine: bool, version=None) -> tuple[str, str, str]:
     if version[:2] in NEURON_PYTHONS:
         return OK, "python", f"{shown} (torch-neuronx ships for 3.12-3.14)"
     if neuron_machine:
-        return FAIL, "python 3.12-3.14", (f"{shown}: torch-neuronx ships for Python 3.12-3.14 only; use the Neuron "
-                                          "DLAMI's environment or `conda env create -f environment-trn2.yml`")
+        return FAIL, "python 3.12-3.14", f"{shown}: torch-neuronx ships for 3.12-3.14 only; {TRN2_FIX}"
     return OK, "python", f"{shown} (on a trn2 torch-neuronx needs 3.12-3.14)"
 
 
@@ -84,6 +87,17 @@ def _neuron_checks() -> list[tuple[str, str, str]]:
         except metadata.PackageNotFoundError:
             out.append((INFO if not present else FAIL, name, "not installed (needed on a trn2 only)"))
     return out
+
+
+def short_lines(failed: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The failures as the short form says them: the trn2 environment's in one line where more than one failed."""
+    trn2 = [r for r in failed if r[1] in TRN2_ENVIRONMENT]
+    if len(trn2) < 2:
+        return failed
+    missing = [f"python {detail.split(':')[0]}" if what.startswith("python") else f"no {what}"
+               for _, what, detail in trn2]
+    return [(FAIL, "trn2 environment", f"{', '.join(missing)}: {TRN2_FIX}"),
+            *(r for r in failed if r not in trn2)]
 
 
 def checks() -> list[tuple[str, str, str]]:
@@ -111,11 +125,12 @@ def checks() -> list[tuple[str, str, str]]:
 
 
 def main(short: bool = False) -> int:
-    """Every check, one line each, then a summary; ``short`` (the start page's cell, `doctor --short`): only the
-    checks that failed, then one summary line with the backend. Exit status 1 where a required check failed."""
+    """Every check, one line each, then a summary; ``short`` (the start page's cell, `doctor --short`): a line per
+    problem (the trn2 environment's failures in one), then one summary line with the backend. Exit status 1 where a
+    required check failed."""
     results = checks()
     failed = [r for r in results if r[0] == FAIL]
-    shown = failed if short else results
+    shown = short_lines(failed) if short else results
     width = max(18, *(len(what) for _, what, _ in results))
     for status, what, detail in shown:
         print(f"{status:4s}  {what:{width}s} {detail}")

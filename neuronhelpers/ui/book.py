@@ -10,7 +10,7 @@ from pathlib import Path
 
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.ui import day
-from neuronhelpers.ui.pages import GUIDE
+from neuronhelpers.ui.pages import GUIDE, START_PAGE
 from neuronhelpers.ui.workshop import lesson_paths
 
 NOTEBOOKS_DIR = day.NOTEBOOKS_DIR
@@ -26,19 +26,24 @@ TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block extra_css -%}<style type="text/css">
-.nh-book-nav { display: flex; gap: 1.5em; justify-content: center; padding: 0.6em; \
+.nh-book-nav { display: flex; gap: 1.5em; justify-content: center; padding: 0.4em; \
 font-family: var(--jp-ui-font-family);
   font-size: 14px; border-bottom: 1px solid var(--jp-border-color2); }
-.nh-book-nav.nh-bottom { border-bottom: none; border-top: 1px solid var(--jp-border-color2); margin-top: 2em; }
+.nh-book-nav.nh-bottom { border-bottom: none; border-top: 1px solid var(--jp-border-color2); margin-top: 1em; }
 .nh-book-nav .nh-none { color: var(--jp-ui-font-color3); }
 details.nh-solution { margin: 0.5em 0 0.5em 64px; padding: 0.3em 0.6em; border: 1px solid var(--jp-border-color2);
   border-radius: 4px; }
+body.jp-Notebook { margin-bottom: 0; padding-bottom: 0; }
+.jp-Notebook .jp-RenderedHTMLCommon h1 { margin-top: 0; margin-bottom: 0.3em; }
+.jp-Notebook .jp-RenderedHTMLCommon h2 { margin-top: 0.5em; margin-bottom: 0.3em; }
+.jp-Notebook .jp-RenderedHTMLCommon p { margin-bottom: 0.5em; }
+.jp-Notebook .jp-RenderedHTMLCommon ol { margin-top: 0.3em; margin-bottom: 0.5em; }
 details.nh-solution > summary { cursor: pointer; font-family: var(--jp-ui-font-family); font-weight: 600; }
 </style>{%- endblock extra_css -%}
 {%- block body_header -%}{{ super() }}
 {{ resources.book_nav }}{%- endblock body_header -%}
 {%- block body_footer -%}
-{{ resources.book_nav | replace('class="nh-book-nav"', 'class="nh-book-nav nh-bottom"') }}
+{{ resources.book_nav_bottom }}
 {{ super() }}{%- endblock body_footer -%}
 {%- block any_cell -%}
 {%- if 'solution' in cell.metadata.get('tags', []) -%}
@@ -112,8 +117,10 @@ def build_book(executed_dir, out_dir, *, notebooks_dir=NOTEBOOKS_DIR, execute_mi
         nb = book_cells(nb)
         nb.metadata["title"] = plain(heading)
         nav = navigation(chapters[i - 1] if i else None, chapters[i + 1] if i + 1 < len(chapters) else None)
+        # The start page ends with its lessons, each a link: no second bar, so that it keeps to one screen.
+        bottom = "" if stem == START_PAGE else nav.replace('class="nh-book-nav"', 'class="nh-book-nav nh-bottom"')
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": stem, "path": str(notebooks_dir)},
-                                                             "book_nav": nav})
+                                                             "book_nav": nav, "book_nav_bottom": bottom})
         page = out_dir / f"{stem}.html"
         page.write_text(body, encoding="utf-8")
         pages.append(page)

@@ -8,6 +8,7 @@ what to know beforehand, where to read more: ``workshop.write_time_lines``).
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from neuronhelpers.ui import day, trn2day, workshop
@@ -35,36 +36,35 @@ def lessons_markdown() -> str:
                      for i, number in enumerate(workshop.LESSON_ORDER[1:], start=1))
 
 
+def setup_folded() -> str:
+    """The set-up as typed, folded (an HTML block: JupyterLab's and nbconvert's Markdown both keep it closed)."""
+    return ("<details><summary>Set-up, as typed (the day before)</summary><pre>" + html.escape(workshop.SETUP)
+            + "</pre>Without JupyterLab, <code>build/book/index.html</code> (<code>make book</code>) shows every "
+            "lesson as it ran.</details>")
+
+
 def start_page():
     """The attendees' start page: one screen, then the machine check."""
     from nbformat.v4 import new_code_cell, new_markdown_cell
 
-    first = workshop.LESSON_ORDER[1]
+    # One screen (1366x768, the browser test's screenshot): no table, two headings per cell, the set-up folded, since
+    # it was done the day before and the lessons are what the attendee reads next.
     cells = [
         new_markdown_cell(
-            "# 00 · Start here\n\n## Overview\nOne question, asked of Hugging Face models: *does this model run "
-            "unmodified on AWS Trainium, and how do I run it myself?* Trainium runs PyTorch through TorchNeuron, "
-            "AWS's native backend (in beta). The lessons below say what each lets you do.\n\n## Prerequisites\n"
-            "| | |\n| --- | --- |\n| you know | Python, a little pandas, and transformers' "
-            "`from_pretrained` and `generate`; nothing about Trainium |\n| set-up | the day before (below) |\n"
-            "| time | 5 minutes |"),
-        new_markdown_cell("Two switches every lesson has: run real models on a trn2, and fetch from the Hub. Both "
-                          "stay off in class."),
+            "# 00 · Start here\n## Overview\n*Does this Hugging Face model run unmodified on AWS Trainium, and how "
+            "do I run it myself?* Trainium runs PyTorch through TorchNeuron, AWS's native backend (in beta).\n"
+            "## Prerequisites\nPython, a little pandas, transformers' `from_pretrained` and `generate`; nothing about "
+            "Trainium. Set up the day before (folded below). Two switches every lesson has:"),
         new_code_cell("RUN_ON_TRN2 = False     # True on a trn2: the cells that run real models there run\n"
                       "FETCH_FROM_HUB = False  # True: models the shelf lacks are downloaded (sizes are said first)",
                       metadata={"tags": ["parameters"]}),
-        new_markdown_cell("## Is this machine ready?\nA line per problem, saying what to do, then a summary."),
-        new_code_cell("from neuronhelpers import doctor, workshop\n\nworkshop.begin(FETCH_FROM_HUB)\n"
-                      "doctor_status = doctor(short=True)"),
-        new_markdown_cell("## Set-up, as typed\n```bash\n" + workshop.SETUP + "\n```\nWithout JupyterLab, "
-                          "`build/book/index.html` (`make book`) shows every lesson as it ran."),
-        new_markdown_cell("## The lessons, in order\nEach ends by naming the next.\n\n"
-                          + lessons_markdown()),
+        new_markdown_cell("**Is this machine ready?** A line per problem, saying what to do, then a summary."),
+        new_code_cell("from neuronhelpers import doctor, workshop\n"
+                      "workshop.begin(FETCH_FROM_HUB)\ndoctor_status = doctor(short=True)"),
         new_markdown_cell(
-            "## Summary\n- Six lessons, 01 to 06; exercises marked *in class* are done live, the rest at home.\n"
-            "- Each term is defined where it first appears; the [teacher's guide](" + GUIDE + ".ipynb) has the "
-            "glossary and the plan.\n\n## What's next\n"
-            f"[{first} · {TITLES[first]}]({workshop.lesson_paths()[1].name})."),
+            "## Summary\nSix lessons, each ending by naming the next; *in class* exercises are done live, the rest "
+            "at home. Terms are defined where first used ([teacher's guide](" + GUIDE + ".ipynb): glossary, plan)."
+            "\n## What's next\n" + lessons_markdown() + "\n\n" + setup_folded()),
     ]
     return _notebook(cells, "start")
 
