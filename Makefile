@@ -1,5 +1,5 @@
-# make demo   set up .venv and run the main job: sweep the Selected list's twins and the shelf's real checkpoints
-#             into ./results, then take a dated snapshot of the published dataset where the Hub answers
+# make demo   set up .venv and run the main job: a handful of twins and two real checkpoints into ./results, the rest of
+#             the Selected list answered from the committed catalog, a dated snapshot of the published dataset
 # make test   set up .venv and run the whole test suite (notebooks and the browser test included)
 # make test-fast  ruff, then the tests that compile nothing (about three minutes: 3 min 17 s on 2 cores, 2026-12-07): the inner loop
 # make lab    open the notebooks in JupyterLab (installed on the first call; offline afterwards)
@@ -16,10 +16,11 @@ $(STAMP): pyproject.toml constraints.txt scripts/setup_env.sh
 
 install: $(STAMP)
 
-demo: install
-	$(PY) -m neuronhelpers checkpoints --install || echo "make demo: the shelf of real checkpoints could not be installed here; the demo sweeps twins only"
-	$(PY) -m neuronhelpers demo --jobs 2  # two models at once: a fresh clone's first command within 10 minutes on 2 cores
-	$(PY) -m neuronhelpers snapshot || true  # the published dataset, dated, for the lessons offline (one line without the Hub)
+# A fresh clone's first command (sweep/demo.py): the set-up, a handful of twins run cold (a verdict on screen as each
+# ends), the shelf's checkpoints the lessons run beside their twins, the rest of the Selected list answered from the
+# committed catalog, a snapshot of the published dataset; then each phase's minutes, counted from when make began.
+demo:
+	@began=$$(date +%s); $(MAKE) --no-print-directory install && $(PY) -m neuronhelpers demo --jobs 2 --began $$began
 
 # Two workers (pytest-xdist), one module at a time each, slowest first (tests/conftest.py): TEST_WORKERS=0 runs the
 # suite in one process.

@@ -232,3 +232,58 @@ def test_a_stale_re_sweep_runs_again_only_rows_todays_package_would_not_make(tmp
     assert stale.done == {keys["tiny/qwen3"]}
     assert SweepLog(tmp_path, cpu, 3, rerun=False, progress=False).done == set(keys.values())
     assert SweepLog(tmp_path, cpu, 3, rerun=True, progress=False).done == set()
+
+
+def test_the_demo_runs_its_handful_here_and_answers_the_rest_from_the_catalogs_rows_of_this_pair(tmp_path):
+    """Issue 57, item 1: `make demo` runs a handful of twins cold and answers the rest of the Selected list from the
+    committed catalog. Its handful runs even where the catalog has it; a model the catalog has only under another
+    release runs here too; `demo --all` runs everything and reads no catalog."""
+    from conftest import result_row
+    from neuronhelpers.core import versions
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.sweep.demo import DEMO_TWINS, demo_split
+
+    backend = get_backend("cpu")
+    mine = dict(compiler_version=versions.compiler_for(backend)[1],
+                library_version=versions.library_version("transformers"))
+    handful = DEMO_TWINS[0]
+    dataset.append_rows(tmp_path, [result_row(handful, "PASS", **mine),
+                                   result_row("tiny/qwen2", "FAIL", **mine),
+                                   result_row("tiny/phi3", "PASS", compiler_version="0.0.1", library_version="4.0.0")])
+    models = [handful, "tiny/qwen2", "tiny/phi3", "tiny/absent"]
+    run_here, answered, catalog = demo_split(models, backend, catalog=tmp_path)
+    assert run_here == [handful, "tiny/phi3", "tiny/absent"] and catalog == tmp_path
+    assert answered[["model_id", "result"]].values.tolist() == [["tiny/qwen2", "FAIL"]]
+    run_here, answered, catalog = demo_split(models, backend, everything=True, catalog=tmp_path)
+    assert (run_here, len(answered), catalog) == (models, 0, None)
+    run_here, answered, catalog = demo_split(models, backend, catalog=tmp_path / "none")
+    assert (run_here, len(answered), catalog) == (models, 0, None)
+
+
+def test_the_demo_says_each_phase_in_minutes_the_total_and_when_the_first_verdict_appeared():
+    import datetime as dt
+
+    from neuronhelpers.sweep.demo import first_verdict_at, phases_line
+
+    began = 1_000_000.0
+    rows = [{"timestamp": dt.datetime.fromtimestamp(began + s, dt.timezone.utc)} for s in (200.4, 141.0)]
+    assert first_verdict_at(rows) == began + 141.0 and first_verdict_at([{"timestamp": None}]) is None
+    line = phases_line([("set-up", 120.0), ("twins", 95.2), ("shelf", 61.0)], began, first_verdict_at(rows),
+                       now=began + 290)
+    assert line == ("make demo: set-up 2:00, twins 1:35, shelf 1:01; 4:50 in all; the first verdict 2:21 after it "
+                    "began")
+
+
+def test_a_sweep_asked_for_verdicts_says_each_models_verdict_as_its_row_is_written(tmp_path, capsys):
+    """The demo's sweep prints a line per model as its row is written, so the first verdict is on screen at once;
+    other sweeps keep to the progress bar."""
+    from conftest import result_row
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.sweep.local import SweepLog
+
+    for verdicts, expected in ((True, "tiny/qwen2: FAIL at compile"), (False, "")):
+        log = SweepLog(tmp_path / str(verdicts), get_backend("cpu"), 1, rerun=False, progress=False,
+                       verdicts=verdicts)
+        log.end("tiny/qwen2", result_row("tiny/qwen2", "FAIL"))
+        err = capsys.readouterr().err
+        assert (expected in err) if expected else err == "", err

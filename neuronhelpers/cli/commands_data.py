@@ -237,23 +237,17 @@ def cmd_contribute(args) -> int:
 
 
 def cmd_snapshot(args) -> int:
-    """Take a dated snapshot of the published dataset (`make demo` runs it); where the Hub cannot be reached, say so in
-    one line and which the lessons read instead (exit 1)."""
-    from neuronhelpers.store.snapshot import newest_snapshot, take_snapshot
+    """Take a dated snapshot of the published dataset (`make demo` takes one); where the Hub cannot be reached, say so
+    in one line and which the lessons read instead (exit 1)."""
+    from neuronhelpers.store.snapshot import instead_line, newest_snapshot, snapshot_line
 
-    if not args.show:
-        taken = take_snapshot(args.repo)
-        if taken is not None:
-            print(f"snapshot taken: {taken.describe()}")
-            return 0
-    kept = newest_snapshot(args.repo)
-    instead = (f"the lessons read the snapshot of {kept.date} ({kept.folder})" if kept else
-               "the lessons read neuronhelpers' made-up example (no snapshot here yet)")
     if args.show:
-        print(kept.describe() if kept else f"no snapshot of {args.repo} here: {instead}")
+        kept = newest_snapshot(args.repo)
+        print(kept.describe() if kept else f"no snapshot of {args.repo} here: {instead_line(kept)}")
         return 0
-    print(f"no snapshot of {args.repo} taken: the Hub cannot be reached from here; {instead}")
-    return 1
+    line, taken = snapshot_line(args.repo)
+    print(line)
+    return 0 if taken else 1
 
 
 def cmd_rankings(args) -> int:

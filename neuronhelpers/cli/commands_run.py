@@ -159,7 +159,7 @@ def cmd_rerun(args) -> int:
     return 0 if all(outcome["reproduced"] for outcome in outcomes) else 1
 
 
-def _sweep(models: list[str], args, backend, include_excluded: bool) -> list[dict]:
+def _sweep(models: list[str], args, backend, include_excluded: bool, verdicts: bool = False) -> list[dict]:
     """The sweep itself, on the Ray cluster that ``--ray`` names or locally (``--jobs`` at once)."""
     memory = int(args.memory_limit_gb * 2**30) if args.memory_limit_gb else None
     ray_address = getattr(args, "ray", None)
@@ -177,7 +177,7 @@ def _sweep(models: list[str], args, backend, include_excluded: bool) -> list[dic
         return rows
     return sweep_models(models, args.out, backend=backend, jobs=args.jobs, timeout=args.timeout, rerun=rerun,
                         progress=not args.no_progress, memory_limit_bytes=memory, include_excluded=include_excluded,
-                        remedies=getattr(args, "remedies", False))
+                        remedies=getattr(args, "remedies", False), verdicts=verdicts)
 
 
 def _summarise(models: list[str], rows: list[dict], args, backend, include_excluded: bool) -> None:
@@ -284,15 +284,54 @@ def _shelf_models(*, required: bool) -> list[str]:
 
 
 def cmd_demo(args) -> int:
-    """The main job on its built-in default: sweep the Selected list's twins and the shelf's real checkpoints into
-    ./results and summarise."""
-    from neuronhelpers.store.card import write_card
-    from neuronhelpers.sweep.local import selected_models
+    """The main job on its built-in default (sweep/demo.py): a handful of the Selected list's twins run here, then the
+    shelf's checkpoints the lessons run beside their twins, the rest answered from the committed catalog, said which;
+    then a snapshot of the published dataset, and each phase's minutes."""
+    import time
 
-    code = _sweep_and_summarise(selected_models(real=False) + _shelf_models(required=False), args,
-                                include_excluded=True)
+    from neuronhelpers.core.backends import get_backend
+    from neuronhelpers.store.card import write_card
+    from neuronhelpers.store.snapshot import snapshot_line
+    from neuronhelpers.sweep import demo
+    from neuronhelpers.sweep.local import selected_models, summary_frame
+
+    began = args.began or time.time()
+    phases = [("set-up", time.time() - began)] if args.began else []
+    backend = get_backend(args.backend)
+    run_here, answered, catalog = demo.demo_split(selected_models(real=False), backend, everything=args.all)
+    print(f"sweeping {len(run_here)} twins of the Selected list on backend '{backend.name}' into {args.out}/ (32 "
+          "greedy tokens each, verified)" + (f"; the other {len(answered)} are answered from {catalog}/" if catalog
+                                              else ""))
+    start = time.time()
+    rows = _sweep(run_here, args, backend, include_excluded=True, verdicts=True)
+    phases.append(("twins", time.time() - start))
+    start = time.time()
+    shelf_ids = _demo_shelf(args.no_progress)
+    rows += _sweep(shelf_ids, args, backend, include_excluded=False, verdicts=True) if shelf_ids else []
+    phases.append(("shelf", time.time() - start))
+    _summarise(run_here + shelf_ids, rows, args, backend, include_excluded=True)
+    if catalog:
+        print(f"\nAnswered from the committed catalog ({catalog}/, this environment's version pair), not run here:")
+        print(summary_frame(answered).to_string(index=False))
     print(f"Dataset card: {write_card(args.out)}")
-    return code
+    start = time.time()
+    print(snapshot_line()[0])
+    phases.append(("snapshot", time.time() - start))
+    print(demo.phases_line(phases, began, demo.first_verdict_at(rows)))
+    return 0
+
+
+def _demo_shelf(no_progress: bool) -> list[str]:
+    """The shelf's checkpoints the lessons run, installed (once); where they cannot be, one line, and none."""
+    from neuronhelpers.models import shelf
+    from neuronhelpers.sweep.demo import DEMO_SHELF
+
+    try:
+        shelf.install(list(DEMO_SHELF), progress=not no_progress)
+    except (UserError, OSError) as exc:  # no registry, or no disk: the twins have run, the checkpoints are said apart
+        print(f"the shelf's checkpoints could not be installed here ({exc}); the demo ran twins only")
+        return []
+    return [hub_id for hub_id in shelf.ready_ids() if hub_id in DEMO_SHELF]
 
 
 def cmd_twins(args) -> int:

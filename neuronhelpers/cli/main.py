@@ -105,9 +105,13 @@ def _sweep_commands(command, backend) -> None:
                         "or local (start one here); needs pip install -e '.[fleet]'")
     p.set_defaults(func=commands_run.cmd_sweep)
 
-    p = command("demo", "sweep the Selected list's twins and the shelf's real checkpoints into ./results and print a "
-                        "summary", backend)
+    p = command("demo", "run a handful of the Selected list's twins and the shelf's checkpoints the lessons run into "
+                        "./results, answer the rest from the committed catalog, and say each phase's minutes", backend)
     _sweep_args(p)
+    p.add_argument("--all", action="store_true",
+                   help="run every twin of the Selected list here, none answered from the catalog")
+    p.add_argument("--began", type=float, default=None, metavar="EPOCH",
+                   help="when `make demo` began (seconds since the epoch): the set-up's minutes are counted from it")
     p.set_defaults(func=commands_run.cmd_demo)
 
     p = command("rerun", "run rows' stored run.py again as written, in a fresh NEURONHELPERS_HOME, and say which "

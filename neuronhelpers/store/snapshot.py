@@ -111,6 +111,23 @@ def take_snapshot(repo_id: str | None = None, *, api=None, now: dt.datetime | No
     return snapshot
 
 
+def snapshot_line(repo_id: str | None = None) -> tuple[str, bool]:
+    """Take a snapshot: (one line that says what was taken, or why none was and what the lessons read instead,
+    and whether one was taken). `neuronhelpers snapshot` and the demo print it."""
+    repo_id = repo_id or dataset_repo()
+    taken = take_snapshot(repo_id)
+    if taken is not None:
+        return f"snapshot taken: {taken.describe()}", True
+    return (f"no snapshot of {repo_id} taken: the Hub cannot be reached from here; "
+            f"{instead_line(newest_snapshot(repo_id))}"), False
+
+
+def instead_line(kept: Snapshot | None) -> str:
+    """What the lessons read where no snapshot was taken now."""
+    return (f"the lessons read the snapshot of {kept.date} ({kept.folder})" if kept else
+            "the lessons read neuronhelpers' made-up example (no snapshot here yet)")
+
+
 def _into_place(tmp: Path, target: Path) -> Snapshot:
     """Rename a finished snapshot folder into place; the day's earlier one is moved aside first and removed after."""
     old = None

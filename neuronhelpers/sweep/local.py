@@ -25,7 +25,7 @@ from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S
 from neuronhelpers.core.topology import neuron_topology
 from neuronhelpers.core.vocab import EXCLUDED, LIBRARY_FOR_TASK, PASS, UNTESTED, UNTESTED_INFRASTRUCTURE
 from neuronhelpers.models.selected import SELECTED
-from neuronhelpers.run.harness import PlannedRun, prepare_run, run_model
+from neuronhelpers.run.harness import PlannedRun, prepare_run, run_model, summary_line
 from neuronhelpers.store import dataset, publish, schema
 
 STALE = "stale"  # sweep(rerun=STALE): run again only the rows today's recipe and measuring would not make
@@ -95,9 +95,11 @@ class SweepLog:
     same progress bar.
     """
 
-    def __init__(self, out, be: Backend, total: int, *, rerun: bool | str, progress: bool, desc: str | None = None):
+    def __init__(self, out, be: Backend, total: int, *, rerun: bool | str, progress: bool, desc: str | None = None,
+                 verdicts: bool = False):
         dataset.check_sweep_folder(out)
         self.out, self.be = out, be
+        self.verdicts = verdicts  # a line per model as its row is written (the demo's: a verdict on screen at once)
         # rerun: True runs everything again; STALE what today's package would not make (a re-sweep after a recipe
         # change, resumable: what it has made since counts as recorded)
         where = publish.made_by_todays_recipe if rerun == STALE else None
@@ -176,6 +178,8 @@ class SweepLog:
                 self.rows.append(row)
                 self.counts["finished"] += 1
                 self.counts["passed"] += row["result"] == PASS
+                if self.verdicts:
+                    self.say(summary_line(row))
             self.counts["recorded"] += recorded
             self.counts["skipped"] += skipped
             self.running.pop(model, None)
@@ -259,10 +263,10 @@ def run_one(model: str | PlannedRun | dict, *, backend: str | Backend | None = N
 def sweep_models(models: list[str], out: str | Path, *, backend: str | Backend | None = None, jobs: int = 1,
           timeout: float = DEFAULT_TIMEOUT_S, rerun: bool | str = False, progress: bool = True,
           memory_limit_bytes: int | None = None, include_excluded: bool = False,
-          remedies: bool = False) -> list[dict]:
+          remedies: bool = False, verdicts: bool = False) -> list[dict]:
     """Run every model not yet recorded in ``out`` and append its row there as soon as it finishes (``rerun``: True,
     every model again; ``STALE``, those whose row today's recipe and measuring would not make; ``remedies``: after a
-    FAIL, its cause's remedies, recorded beside the verdict).
+    FAIL, its cause's remedies, recorded beside the verdict; ``verdicts``: a line per model as its row is written).
 
     "Recorded" is decided by the one resume key (``schema.resume_key``) of the model as resolved and
     planned, the same key its row carries: a folder given by a relative path, or a model planned on
@@ -271,7 +275,7 @@ def sweep_models(models: list[str], out: str | Path, *, backend: str | Backend |
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     out = Path(out)
     models = list(dict.fromkeys(models))
-    log = SweepLog(out, be, len(models), rerun=rerun, progress=progress)
+    log = SweepLog(out, be, len(models), rerun=rerun, progress=progress, verdicts=verdicts)
     if include_excluded:
         log.append([r for r in excluded_rows(be) if not log.is_recorded(r)])
 
