@@ -158,6 +158,34 @@ def test_kill_9_mid_sweep_then_rerun_keeps_finished_rows_and_runs_only_the_rest(
     assert f"sweeping {len(models)} models" in rerun.stdout
 
 
+@pytest.mark.slow
+def test_ctrl_c_stops_a_sweep_at_once_and_records_nothing_for_the_run_it_cut_short(tmp_path, isolated_home):
+    """Before, Ctrl-C on a sweep went on through every model left: each run has its own session, so the terminal's
+    SIGINT reached none of them, and the pool waited for them all; only then did it say "interrupted". Now the run in
+    flight (here one that hangs) is killed at once, no row is written for it, and the rows written stay."""
+    home = tmp_path / "home"
+    out = tmp_path / "out"
+    env = {**os.environ, "NEURONHELPERS_HOME": str(home), "TORCHINDUCTOR_CACHE_DIR": str(warm_cache()),
+           "PYTHONPATH": str(FAULTS), "NH_TEST_FAULTS": json.dumps({"tiny/gpt_neox": "hang"})}
+    models = ["tiny/llama", "tiny/gpt_neox", "tiny/qwen2"]
+    cmd = [sys.executable, "-m", "neuronhelpers", "sweep", *models, "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not (
+            (out / "data").is_dir() and len(dataset.load_results(out)) >= 1):
+        time.sleep(0.5)
+    time.sleep(3)  # tiny/gpt_neox is running now: its reference, or its device run that hangs
+    assert proc.poll() is None, proc.communicate()[0][-2000:]
+    proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    said = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130 and time.monotonic() - start < 60, said[-2000:]
+    assert "interrupted: 1 model(s) in flight stopped and not recorded" in said and "once more" not in said
+    assert list(dataset.load_results(out).model_id) == ["tiny/llama"]
+    time.sleep(1)
+    assert _stray_processes(str(home)) == [], "a run outlived the interrupted sweep"
+
+
 def test_cpu_slots_are_disjoint():
     slots = cpu_slots(2) if len(os.sched_getaffinity(0)) >= 2 else [set()]
     if len(slots) == 2:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -91,6 +92,41 @@ def _oom_kills_since(before: int | None) -> int | None:
     return None if before is None or after is None else after - before
 
 
+# The process groups of the runs in flight, so that Ctrl-C on a sweep stops them at once (``abandon_runs``): each run
+# has its own session, so the terminal's SIGINT never reaches it.
+_live_lock = threading.Lock()
+_live: set[int] = set()
+_abandoned = False
+
+
+def abandon_runs() -> int:
+    """Kill every run in flight and start none until ``resume_runs``: a run started meanwhile ends at once, killed.
+    Returns how many runs were in flight."""
+    global _abandoned
+    with _live_lock:
+        _abandoned = True
+        groups = list(_live)
+    for pgid in groups:
+        _kill_group(pgid)
+    return len(groups)
+
+
+def runs_abandoned() -> bool:
+    """Whether runs are being abandoned now (a killed run is then no reason to run it again)."""
+    return _abandoned
+
+
+def resume_runs() -> None:
+    """Runs start again (after an abandoned sweep, in a notebook's kernel that goes on)."""
+    global _abandoned
+    with _live_lock:
+        _abandoned = False
+
+
+def _abandoned_outcome(launcher: str) -> ProcessOutcome:
+    return ProcessOutcome(-signal.SIGKILL, False, 0.0, "", "abandoned: the sweep was interrupted", launcher=launcher)
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -132,18 +168,22 @@ def execute(script: str | None, args: list[str] = (), *, timeout: float, env: di
             resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
 
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        [python or sys.executable, *argv, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
-        env=full_env,
-        text=True,
-        errors="replace",
-        start_new_session=True,
-        preexec_fn=prepare_child,
-    )
+    with _live_lock:  # checked and registered at once: an interrupt never misses a run that is starting
+        if _abandoned:
+            return _abandoned_outcome("spawn")
+        proc = subprocess.Popen(
+            [python or sys.executable, *argv, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env=full_env,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+            preexec_fn=prepare_child,
+        )
+        _live.add(proc.pid)
     timed_out = False
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -153,6 +193,8 @@ def execute(script: str | None, args: list[str] = (), *, timeout: float, env: di
         stdout, stderr = proc.communicate()
     finally:
         _kill_group(proc.pid)  # children the run left behind (e.g. compile workers)
+        with _live_lock:
+            _live.discard(proc.pid)
     wall = time.perf_counter() - start
     return ProcessOutcome(proc.returncode, timed_out, wall, stdout, stderr, last_json_line(stdout), launcher="spawn",
                           oom_kills=_oom_kills_since(oom_before))
@@ -165,20 +207,27 @@ def _execute_forked(server, argv: list[str], timeout: float, env: dict, cwd: str
     folder = tempfile.mkdtemp(prefix="nh-run-", dir=cwd)
     out, err = os.path.join(folder, "stdout"), os.path.join(folder, "stderr")
     start = time.perf_counter()
-    request, pid = server.spawn(argv, env=env, cwd=cwd, stdout=out, stderr=err, cpus=cpus,
-                                memory_limit_bytes=memory_limit_bytes)
-    status = server.wait(request, timeout)
-    timed_out = status is None
-    if timed_out:
-        _kill_group(pid)
-        status = server.wait(request, None)
-    _kill_group(pid)  # children the run left behind (e.g. compile workers)
+    with _live_lock:
+        if _abandoned:
+            shutil.rmtree(folder, ignore_errors=True)
+            return _abandoned_outcome("fork")
+        request, pid = server.spawn(argv, env=env, cwd=cwd, stdout=out, stderr=err, cpus=cpus,
+                                    memory_limit_bytes=memory_limit_bytes)
+        _live.add(pid)
+    try:
+        status = server.wait(request, timeout)
+        timed_out = status is None
+        if timed_out:
+            _kill_group(pid)
+            status = server.wait(request, None)
+    finally:
+        _kill_group(pid)  # children the run left behind (e.g. compile workers)
+        with _live_lock:
+            _live.discard(pid)
     wall = time.perf_counter() - start
     try:
         stdout, stderr = (open(path, errors="replace").read() for path in (out, err))
     finally:
-        import shutil
-
         shutil.rmtree(folder, ignore_errors=True)
     returncode = os.waitstatus_to_exitcode(status)
     return ProcessOutcome(returncode, timed_out, wall, stdout, stderr, last_json_line(stdout), launcher="fork")

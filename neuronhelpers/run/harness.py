@@ -24,7 +24,13 @@ from neuronhelpers.core.topology import neuron_topology
 from neuronhelpers.core.vocab import EXCLUDED, FAIL, PASS, UNTESTED
 from neuronhelpers.models.resolve import TWIN_WEIGHTS, ModelRef, resolve_model
 from neuronhelpers.plan.cores import Plan, host_reference_budget, plan_model
-from neuronhelpers.process.tree import KILLED_FROM_OUTSIDE, ProcessOutcome, execute, killed_from_outside
+from neuronhelpers.process.tree import (
+    KILLED_FROM_OUTSIDE,
+    ProcessOutcome,
+    execute,
+    killed_from_outside,
+    runs_abandoned,
+)
 from neuronhelpers.recipes import render
 from neuronhelpers.run.compile_cache import cache_env, cache_files, named_entries, set_aside, unparseable_entries
 from neuronhelpers.run.judge import make_judge
@@ -248,7 +254,7 @@ def _device_outcome(planned: PlannedRun, run: _RunFolder, checks: _Checks) -> Pr
             names = ", ".join(e.name for e in entries[:3]) + more
             say(f"{planned.ref.model_id}: the compile cache's {names} could not be read: set aside in {aside}; "
                 "compiling again")
-        elif killed_from_outside(device) and not killed:
+        elif killed_from_outside(device) and not killed and not runs_abandoned():  # an interrupted sweep's kill
             killed = True
             say(f"{planned.ref.model_id}: the run was {KILLED_FROM_OUTSIDE}; running it once more")
         else:

@@ -25,6 +25,7 @@ from neuronhelpers.core.settings import DEFAULT_TIMEOUT_S
 from neuronhelpers.core.topology import neuron_topology
 from neuronhelpers.core.vocab import EXCLUDED, LIBRARY_FOR_TASK, PASS, UNTESTED, UNTESTED_INFRASTRUCTURE
 from neuronhelpers.models.selected import SELECTED
+from neuronhelpers.process import tree
 from neuronhelpers.run.harness import PlannedRun, prepare_run, run_model, summary_line
 from neuronhelpers.store import dataset, publish, schema
 
@@ -112,6 +113,7 @@ class SweepLog:
         self.bar = _progress(total, progress, be, desc)
         self.stopped: Stopped | None = None  # why the sweep stopped early (no model starts after it is set)
         self._same_fault: list[str] = []  # the infrastructure causes of the last completed models, in a row
+        self.interrupted = False  # Ctrl-C: the runs in flight were killed, so no row is written after it
 
     def stop(self, reason: Stopped) -> None:
         """Stop the sweep for a reason that is not any model's: no model starts after this, runs in flight finish,
@@ -125,6 +127,13 @@ class SweepLog:
             self.stopped = reason
             self.say(f"stopping: {reason}")
 
+    def interrupt(self) -> None:
+        """Ctrl-C: no model starts, and no row is written from now on (a run cut short has no verdict)."""
+        with self.lock:
+            self.interrupted = True
+            if self.stopped is None:
+                self.stopped = Stopped("interrupted")
+
     def raise_if_stopped(self) -> None:
         if self.stopped is not None:
             raise self.stopped
@@ -132,6 +141,8 @@ class SweepLog:
     def fault_of_ours(self, model: str, step: str, exc: BaseException) -> None:
         """An exception of this process while ``step`` of ``model`` ran (our code, never the model's run, which is a
         child's): a stop, with one line that names the model, the step and what was raised."""
+        if self.interrupted:  # the interrupt killed its run: what followed is no fault, and nothing is written
+            return
         if isinstance(exc, Stopped):
             self.stop(exc)
             return
@@ -172,6 +183,9 @@ class SweepLog:
     def end(self, model: str, row: dict | None = None, *, recorded: bool = False, skipped: bool = False) -> None:
         """A model is done: its row is appended now (one writer, atomic), or it was recorded already, or skipped."""
         with self.lock:
+            if self.interrupted:  # its run was killed by the interrupt: no verdict, and the next sweep runs it
+                self.running.pop(model, None)
+                return
             if row is not None:
                 if not self._appended(model, row):
                     return
@@ -308,12 +322,30 @@ def sweep_models(models: list[str], out: str | Path, *, backend: str | Backend |
 
     try:
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
-            for future in as_completed([pool.submit(one, m) for m in models]):
-                future.result()
+            futures = [pool.submit(one, m) for m in models]
+            try:
+                for future in as_completed(futures):
+                    future.result()
+            except KeyboardInterrupt:
+                _abandon(log, futures)
+                raise
     finally:
+        tree.resume_runs()
         log.close()
     log.raise_if_stopped()
     return log.rows
+
+
+def _abandon(log: SweepLog, futures) -> None:
+    """Ctrl-C on a sweep: no model starts, the runs in flight are killed at once rather than waited for (each run has
+    its own session, so the terminal's SIGINT does not reach it), and nothing more is written."""
+    log.interrupt()
+    for future in futures:
+        future.cancel()
+    in_flight = len(log.running)
+    tree.abandon_runs()
+    log.say(f"interrupted: {in_flight} model(s) in flight stopped and not recorded; every row written stays, and the "
+            "same command resumes")
 
 
 def _say(line: str, bar) -> None:
