@@ -200,6 +200,30 @@ def test_the_answer_gives_the_trn2_ready_remedy_first_and_the_others_with_their_
     assert (unread["trn2"], unread["trn2_why"]) == ("not applicable", "its config could not be read here (x)")
 
 
+def test_a_remedys_pass_whose_check_could_not_fail_is_said_and_counted_apart():
+    """tiny/inkling_mm_model's window remedy passed trn2-ready, exact, but its perturbed run gave the same output:
+    before, `causes` and the card counted it among the trn2-ready and its answer did not say so. Now a remedy whose
+    check could fail comes first, the other is said with its caveat, and the counts keep it apart."""
+    from neuronhelpers.analysis.causes import remedy_outcomes
+    from neuronhelpers.core.vocab import PASS_COULD_NOT_FAIL
+    from neuronhelpers.store.card import remedy_counts
+
+    unchecked = remedy_record("full_static_within_window", {"result": "PASS", **STATIC, "prompt_tokens": 38,
+                                                            "compile_s": 5.2, "check_sensitive": False}, window=4096)
+    checked = remedy_record("dynamic_window", {"result": "PASS", **STATIC, "check_sensitive": True})
+    line = remedies_line(remedies_json([unchecked, checked]))
+    assert line.startswith("PASS with torch.compiler.config.dynamic_sources") and line.endswith(
+        "identical output within the window; but its check could not have failed)"), line
+    alone = remedies_json([unchecked])
+    rows = pd.DataFrame([result_row(f"tiny/{name}", "FAIL", cause=USE_CACHE, remedies=value)
+                         for name, value in (("a", alone), ("b", remedies_json([checked])))],
+                        columns=schema.COLUMN_NAMES)
+    [outcome] = remedy_outcomes(rows).to_dict("records")
+    assert (outcome["rows"], outcome["trn2-ready"], outcome[PASS_COULD_NOT_FAIL]) == (2, 1, 1)
+    words = {c["remedy"]: c["trn2"] for c in remedy_counts(rows)}
+    assert words["full static layers for the sliding ones"] == "1 trn2-ready (its check could not have failed)"
+
+
 def test_the_measuring_reads_what_a_compiled_graph_takes_that_is_not_static():
     """From dynamo's own graph code: a symbolic int input, a tensor input of symbolic size and a data-dependent value
     are named; a static graph (whatever symbols dynamo named on the way and left out) gives none."""

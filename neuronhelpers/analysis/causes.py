@@ -14,6 +14,7 @@ from neuronhelpers.core.vocab import (
     NOT_ON_TRN2,
     NOT_THE_COMPILER,
     PASS,
+    PASS_COULD_NOT_FAIL,
     REMEDY_NOT_APPLICABLE,
     TRN2_COSTLY,
     TRN2_READY,
@@ -83,16 +84,19 @@ def untested_reasons(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # What a FAIL's remedies came to, per row: the best trn2 word of a PASS, else why none counts.
-REMEDY_OUTCOMES = (TRN2_READY, TRN2_COSTLY, NOT_ON_TRN2, "not judged", REMEDY_NOT_APPLICABLE, "none")
+REMEDY_OUTCOMES = (TRN2_READY, TRN2_COSTLY, NOT_ON_TRN2, "not judged", PASS_COULD_NOT_FAIL, REMEDY_NOT_APPLICABLE,
+                   "none")
 
 
 def remedy_outcomes(df: pd.DataFrame) -> pd.DataFrame:
     """Per cause, the FAILs swept with ``--remedies`` (each model's newest row) by what their remedies came to: the
     best word of a PASS (trn2-ready, costly on trn2, not on trn2; "not judged": recorded before the compiled shapes
-    were read), else "not applicable" (every remedy ruled out by the model's window), else "none"."""
+    were read), a PASS whose check could not have failed where that is the best there is, else "not applicable"
+    (every remedy ruled out by the model's window), else "none"."""
     import json
 
     from neuronhelpers.run.remedies import passed_records
+    from neuronhelpers.verdict.evidence import check_could_not_fail
 
     newest = newest_per_model(df) if not df.empty else df
     tried = newest[(newest["result"] == FAIL) & newest.get("remedies", pd.Series(dtype=object)).notna()]
@@ -100,8 +104,9 @@ def remedy_outcomes(df: pd.DataFrame) -> pd.DataFrame:
     for cause, value in zip(tried["cause"], tried["remedies"], strict=True):
         records = json.loads(value)
         passed = passed_records(records)
-        outcome = (passed[0].get("trn2") or "not judged") if passed else REMEDY_NOT_APPLICABLE if records and all(
-            r.get("not_applicable") for r in records) else "none"
+        best = passed[0] if passed else None
+        outcome = (PASS_COULD_NOT_FAIL if check_could_not_fail(best) else best.get("trn2") or "not judged") if best \
+            else REMEDY_NOT_APPLICABLE if records and all(r.get("not_applicable") for r in records) else "none"
         row = counts.setdefault(cause, dict.fromkeys(("rows", *REMEDY_OUTCOMES), 0))
         row["rows"] += 1
         row[outcome] += 1

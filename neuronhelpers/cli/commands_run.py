@@ -203,7 +203,7 @@ def _summarise(models: list[str], rows: list[dict], args, backend, include_exclu
     could_not = could_not_fail_count(shown["result"], shown["evidence"])
     if could_not:  # PASS counts only checks that could fail; the others are said apart
         counts[vocab.PASS] -= could_not
-        counts["PASS whose check could not have failed"] = could_not
+        counts[vocab.PASS_COULD_NOT_FAIL] = could_not
     print(f"{len(rows)} run now, {len(shown)} recorded: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     print(f"Next: the rows are in {args.out}/data/ (pandas: pd.read_parquet('{args.out}/data')); "
           f"`neuronhelpers run MODEL --json` for one model; `neuronhelpers render MODEL` for its run.py.")

@@ -345,6 +345,9 @@ def check_value(kind: str, value) -> None:
 # compile (a NEFF), dynamic=True rejected, native dynamic shapes "not yet available", no fallback to eager (AWS's
 # torch.compile reference, read on TRN2_CONTRACT_READ).
 TRN2_CONTRACT_READ = "2026-10-14"
+# A PASS whose check could not have failed (the perturbed model gave the same output): counted apart, a row's or a
+# remedy's alike, never as a PASS.
+PASS_COULD_NOT_FAIL = "PASS whose check could not have failed"
 TRN2_READY = "trn2-ready"
 TRN2_COSTLY = "costly on trn2"
 NOT_ON_TRN2 = "not on trn2"

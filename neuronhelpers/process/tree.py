@@ -158,32 +158,10 @@ def execute(script: str | None, args: list[str] = (), *, timeout: float, env: di
         except RuntimeError:  # the fork server died: this run, and the next, start fresh processes
             reset_fork_server()
 
-    def prepare_child():  # runs in the child before exec
-        die_with_parent()  # a killed sweep leaves no run behind
-        if cpus:
-            os.sched_setaffinity(0, cpus)
-        if memory_limit_bytes:
-            import resource
-
-            resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
-
     start = time.perf_counter()
-    with _live_lock:  # checked and registered at once: an interrupt never misses a run that is starting
-        if _abandoned:
-            return _abandoned_outcome("spawn")
-        proc = subprocess.Popen(
-            [python or sys.executable, *argv, *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            cwd=cwd,
-            env=full_env,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-            preexec_fn=prepare_child,
-        )
-        _live.add(proc.pid)
+    proc = _start([python or sys.executable, *argv, *args], full_env, cwd, memory_limit_bytes, cpus)
+    if proc is None:
+        return _abandoned_outcome("spawn")
     timed_out = False
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -198,6 +176,28 @@ def execute(script: str | None, args: list[str] = (), *, timeout: float, env: di
     wall = time.perf_counter() - start
     return ProcessOutcome(proc.returncode, timed_out, wall, stdout, stderr, last_json_line(stdout), launcher="spawn",
                           oom_kills=_oom_kills_since(oom_before))
+
+
+def _start(cmd: list[str], env: dict, cwd: str | None, memory_limit_bytes: int | None,
+           cpus: set[int] | None) -> subprocess.Popen | None:
+    """Start a run in its own session, registered as in flight; None where runs are being abandoned."""
+    def prepare_child():  # runs in the child before exec
+        die_with_parent()  # a killed sweep leaves no run behind
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        if memory_limit_bytes:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
+
+    with _live_lock:  # checked and registered at once: an interrupt never misses a run that is starting
+        if _abandoned:
+            return None
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=cwd,
+                                env=env, text=True, errors="replace", start_new_session=True,
+                                preexec_fn=prepare_child)
+        _live.add(proc.pid)
+    return proc
 
 
 def _execute_forked(server, argv: list[str], timeout: float, env: dict, cwd: str | None,

@@ -22,6 +22,7 @@ from neuronhelpers.core import vocab
 from neuronhelpers.core.errors import first_line
 from neuronhelpers.core.protocol import MAX_NEW_TOKENS
 from neuronhelpers.recipes.remedies import MAX_REMEDY_RUNS, REMEDIES, remedies_for, remedy_entry
+from neuronhelpers.verdict.evidence import check_could_not_fail, counts_as_passed
 
 # Recompiles that grow with the tokens generated: at least this share of the decode steps recompiled.
 PER_TOKEN_SHARE = 0.5
@@ -127,11 +128,11 @@ def remedies_json(tried: list[dict]) -> str | None:
 
 
 def passed_records(tried: list[dict]) -> list[dict]:
-    """The records that count as the model running with a remedy (a PASS that neither changes the computation nor
-    exceeds its limit), best trn2 word first, then in the order tried."""
-    passed = [t for t in tried if t["result"] == vocab.PASS and not t.get("changes_computation")
-              and not t.get("not_applicable")]
-    return sorted(passed, key=lambda t: _WORD_ORDER.index(_word(t)[0] if _word(t)[0] in _WORD_ORDER else None))
+    """The records that count as the model running with a remedy, those whose check could fail first, then the best
+    trn2 word, then in the order tried."""
+    passed = [t for t in tried if counts_as_passed(t)]
+    return sorted(passed, key=lambda t: (check_could_not_fail(t),
+                                         _WORD_ORDER.index(_word(t)[0] if _word(t)[0] in _WORD_ORDER else None)))
 
 
 def _word(record: dict) -> tuple[str | None, str]:
@@ -170,7 +171,9 @@ def _said(record: dict, architecture_twin: bool) -> str:
     found, why = _word(record)
     word = f"{found}: {why}" if found else why
     caveat = getattr(REMEDIES.get(record.get("remedy")), "caveat", "")
-    notes = "; ".join(part for part in (word, "identical output within the window" if window else "", caveat) if part)
+    unchecked = "but its check could not have failed" if check_could_not_fail(record) else ""
+    notes = "; ".join(part for part in (word, "identical output within the window" if window else "", unchecked,
+                                        caveat) if part)
     return f"{record['change']}{limit}{_cost(record)}" + (f" ({notes})" if notes else "")
 
 

@@ -302,6 +302,8 @@ def remedy_counts(rows) -> list[dict]:
     import json
     import statistics
 
+    from neuronhelpers.verdict.evidence import check_could_not_fail, counts_as_passed
+
     if rows is None or rows.empty or "remedies" not in rows:
         return []
     newest = dataset.newest_per_model(rows, ["model_id", "compiler_version", "library", "library_version"])
@@ -313,10 +315,11 @@ def remedy_counts(rows) -> list[dict]:
             for record in json.loads(value):
                 per_remedy.setdefault(record["change"], []).append(record)
         for change, records in per_remedy.items():
-            passed = [r for r in records if r["result"] == vocab.PASS and not r.get("changes_computation")
-                      and not r.get("not_applicable")]
+            passed = [r for r in records if counts_as_passed(r)]
             seconds = [r["compile_s"] for r in passed if isinstance(r.get("compile_s"), (int, float))]
-            words = collections.Counter(r.get("trn2") or "not judged" for r in passed)
+            words = collections.Counter((r.get("trn2") or "not judged")
+                                        + (" (its check could not have failed)" if check_could_not_fail(r) else "")
+                                        for r in passed)
             out.append({"cause": cause, "rows": len(group), "remedy": change, "tried": len(records),
                         "passed": len(passed), "compile_s": round(statistics.median(seconds), 1) if seconds else None,
                         "per_token": sum(bool(r.get("recompiles_per_token")) for r in passed),

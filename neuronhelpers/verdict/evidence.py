@@ -99,3 +99,14 @@ def eager_columns(payload: dict) -> dict:
                                                  "fallback_ops")})
     columns["declared_fullgraph"] = payload.get("declared_fullgraph")
     return columns
+
+
+def counts_as_passed(record: dict) -> bool:
+    """A remedy record that counts as the model running with it: a PASS that neither changes the computation nor
+    exceeds its limit. The one rule the answers (run/remedies.py), `causes` and the card read."""
+    return record["result"] == vocab.PASS and not record.get("changes_computation") and not record.get("not_applicable")
+
+
+def check_could_not_fail(record: dict) -> bool:
+    """A remedy's PASS whose check could not have failed (its perturbed run gave the same output): said apart."""
+    return record.get("check_sensitive") is False

@@ -19,7 +19,7 @@ from neuronhelpers.ui.explorer.markup import STYLE, render_table_html
 from neuronhelpers.verdict.evidence import could_not_fail, could_not_fail_count
 
 # The summary's count of PASS rows whose check could not have failed (kept out of PASS and of the pass rate).
-PASS_COULD_NOT_FAIL = "PASS whose check could not have failed"
+PASS_COULD_NOT_FAIL = vocab.PASS_COULD_NOT_FAIL
 # The summary's count of models without a verdict: those without a row (NO_ROW) and those whose row is UNTESTED.
 UNTESTED_COUNT = "untested"
 
