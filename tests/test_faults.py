@@ -123,6 +123,12 @@ def test_a_compile_cache_entry_a_run_names_is_set_aside_beside_the_cache(tmp_pat
     aside = set_aside(named_entries(error, be), be)
     assert not neff.exists() and (aside / "neuronxcc-2.33" / "MODULE_123" / "model.neff").is_file()
     assert named_entries("RuntimeError: shapes do not match", be) == []
+    # a model's own failure inside a compiled kernel names the kernel's file: not a cache that could not be read
+    kernel = Path(root) / "en" / "cenay.main.cpp"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text("// a whole kernel")
+    assert named_entries(f'  File "{kernel}", line 825, in call\nRuntimeError: kernel, {kernel}:56, index out of '
+                         "bounds: 0 <= tmp22 < 2068L", be) == []
 
 
 # ---- 3. a fault of ours is not the model's ------------------------------------------------------------------

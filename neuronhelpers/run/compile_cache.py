@@ -80,10 +80,20 @@ NEURON_ONLY = "the public bucket holds Neuron (neuronx-cc) caches only"
 SET_ASIDE_SUFFIX = ".set-aside"
 
 
+# What an error says of a cache entry it could not read: inductor's "Failed to import <entry>", a NEFF that will not
+# load, a shared object cut short. Only an entry named on such a line is set aside: a model's own failure inside a
+# compiled kernel names the kernel's files too (tiny/kosmos-2.5's "kernel, <entry>.main.cpp:56, index out of
+# bounds"), and that is the model's answer, not a damaged cache.
+UNREADABLE = re.compile(r"failed to (import|load)|could not (be )?read|cannot open shared object|invalid ELF header|"
+                        r"file too short|bad magic|truncated|unexpected EOF|EOFError|UnpicklingError|corrupt", re.I)
+
+
 def named_entries(text: str, backend: Backend) -> list[Path]:
-    """The files of this backend's compile cache that a failed run's error or traceback names (existing ones)."""
+    """The files of this backend's compile cache that a failed run's error or traceback says it could not read
+    (existing ones, each named on a line that says so)."""
     roots = {str(cache_dir(backend)), str(cache_dir(backend).resolve())}  # as the run printed it, or resolved
-    found = [p.rstrip(".") for root in roots for p in re.findall(re.escape(root) + r"/[^\s'\"():,]+", text or "")]
+    found = [p.rstrip(".") for line in (text or "").splitlines() if UNREADABLE.search(line) for root in roots
+             for p in re.findall(re.escape(root) + r"/[^\s'\"():,]+", line)]
     return sorted({Path(p) for p in found if Path(p).is_file()})
 
 
