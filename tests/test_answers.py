@@ -255,6 +255,7 @@ def test_every_interface_gives_the_selected_and_ranked_models_the_same_answer():
         assert printed.get(model) == f"answer in {CATALOG}/: {line}", (model, printed.get(model))
 
 
+@pytest.mark.slow
 def test_the_catalog_is_found_from_any_working_directory_and_its_absence_is_said(tmp_path, monkeypatch):
     """`plan` and `repro` read the catalog beside the package when ./catalog is not there (issue 57), and say in one
     line why there is no answer where there is no catalog at all."""

@@ -1,6 +1,8 @@
 """Root causes: failures of the same origin share one signature across architectures; `neuronhelpers causes`
 ranks them by how many architectures they block; a missing package makes a row UNTESTED, not FAIL."""
 
+import pytest
+
 from conftest import result_row, run_cli
 from neuronhelpers.analysis.causes import rank_causes
 from neuronhelpers.process.tree import ProcessOutcome
@@ -72,6 +74,7 @@ def test_an_import_error_of_an_installed_package_is_a_real_failure():
     assert classify_failure(ProcessOutcome(1, False, 1.0, "", "", payload), 60)["result"] == "FAIL"
 
 
+@pytest.mark.slow
 def test_causes_command_ranks_causes_by_architectures_blocked(tmp_path):
     guard = "recompile limit: X.y is a Python int guarded on every decode step"
     rows = [result_row(f"tiny/{t}", "FAIL", model_type=t, twin_of=t, cause=guard)

@@ -86,6 +86,7 @@ def test_a_truncated_checkpoint_folder_is_planned_as_untested_input_naming_the_f
 # ---- 2. caches that heal ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_twin_whose_files_differ_from_its_record_is_built_again(capfd):
     """Before: a truncated twin weights file or half a config.json in the cache was trusted and ended the sweep.
     After: known_twin sees the mismatch, the build runs again and says so in one line."""

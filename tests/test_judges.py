@@ -303,6 +303,7 @@ def test_lm_judge_accuracy_on_held_out_english_and_degenerate_output(tiny_lm, de
     assert raised / total >= 0.75
 
 
+@pytest.mark.slow
 def test_lm_judge_rejects_a_fluent_repetition_loop_whatever_its_perplexity(tiny_lm):
     """Guards the repetition guard: a real LM scores loops as very likely, so perplexity alone would pass them."""
     judge = LMJudge(tiny_lm, max_perplexity=1e12)  # any perplexity is low enough

@@ -238,6 +238,7 @@ def test_the_card_states_the_tolerances():
 
 # ---- models and the planner -------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_local_folders_resolve_to_their_library_task(tmp_path):
     import shutil
 
@@ -261,6 +262,7 @@ def test_local_folders_resolve_to_their_library_task(tmp_path):
         resolve_model(str(custom))
 
 
+@pytest.mark.slow
 def test_the_planner_sums_a_pipelines_components():
     import torch
     from diffusers import DiffusionPipeline

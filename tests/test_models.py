@@ -11,6 +11,7 @@ from neuronhelpers.models.resolve import resolve_model
 from neuronhelpers.twins import build
 
 
+@pytest.mark.slow
 def test_twin_resolves_to_a_labelled_ref():
     ref = resolve_model("tiny/qwen3")
     assert (ref.model_id, ref.task, ref.twin_of, ref.is_twin) == ("tiny/qwen3", "text-generation", "qwen3", True)
@@ -23,6 +24,7 @@ def test_local_folder_resolves_with_task_from_its_model_type():
     assert (ref.task, ref.model_type, ref.twin_of) == ("image-text-to-text", "gemma3", None)
 
 
+@pytest.mark.slow
 def test_a_relative_folder_resolves_to_the_absolute_path_that_run_py_loads(twin_copy, monkeypatch):
     """run.py runs in another working directory: the path it loads must be the one the row names."""
     from neuronhelpers.core.backends import get_backend

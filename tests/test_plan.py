@@ -97,6 +97,7 @@ def test_weights_are_read_from_safetensors_headers():
     assert plan.weight_source == "safetensors headers"
 
 
+@pytest.mark.slow
 def test_forcing_cores_checks_the_split():
     ref = resolve_model("tiny/gpt2")
     with pytest.raises(UserError, match="--cores 2: no tensor-parallel plan"):
@@ -107,6 +108,7 @@ def test_forcing_cores_checks_the_split():
     assert (forced.cores, forced.parallelism) == (2, "tp")
 
 
+@pytest.mark.slow
 def test_offline_plan_counts_a_corpus_models_parameters_from_its_config_instead_of_failing(tmp_path):
     """A Hub id not at hand offline whose config the package holds is planned from that config (parameters counted on
     the meta device, no weights), and the plan says so; the catalog's answer comes first, naming its pair."""

@@ -90,6 +90,7 @@ def test_dry_run_lists_the_files_and_touches_nothing(dataset, hub, api):
     assert "would upload 2 file(s)" in plan.describe(dry_run=True)
 
 
+@pytest.mark.slow
 def test_publish_is_one_commit_and_then_only_changed_files(dataset, hub, api):
     first = publish.publish(dataset, REPO, api=api)
     assert len(first.changed) == 2 and hub.commits(REPO) == 1 and len(hub.requests_to("commit")) == 1

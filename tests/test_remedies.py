@@ -132,6 +132,7 @@ def _each_extension_point(tmp_path, monkeypatch):
     assert "attn_implementation" not in loaded
 
 
+@pytest.mark.slow
 def test_render_refuses_an_unknown_remedy_in_one_line():
     proc = run_cli("render", "tiny/llama", "--remedy", "nothing", timeout=300)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "use_cache" in proc.stderr

@@ -46,6 +46,7 @@ def test_the_twins_tokenizers_are_the_same_in_every_process_and_know_the_corpus(
         assert tokenizer.unk_token_id not in ids, name
 
 
+@pytest.mark.slow
 def test_a_twins_run_py_names_it_by_id_and_files_and_its_reference_is_keyed_by_them():
     from neuronhelpers.models.resolve import resolve_model
     from neuronhelpers.twins.rerun import builder_named, twin_files_digest

@@ -242,6 +242,7 @@ def test_twin_agreement_pairs_each_real_checkpoint_with_its_twin_in_the_same_pai
         "twins agree with 0 of 0")
 
 
+@pytest.mark.slow
 def test_causes_prints_the_twin_agreement_line_for_its_pair(tmp_path):
     import json as json_mod
 

@@ -213,6 +213,7 @@ def test_the_self_check_says_missing_wrong_with_a_hint_and_right(capsys):
     assert check_answer("06", 2, {**counts, "regressed": counts["regressed"] + 1}).startswith(f"{NOT_YET}. Hints:")
 
 
+@pytest.mark.slow
 def test_every_exercise_has_a_hint_per_key_and_an_answer_from_the_catalog():
     for (lesson, number), exercise in exercises.EXERCISES.items():
         expected = exercise.expected()
