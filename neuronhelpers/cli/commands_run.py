@@ -326,12 +326,11 @@ def _demo_shelf(no_progress: bool) -> list[str]:
     from neuronhelpers.models import shelf
     from neuronhelpers.sweep.demo import DEMO_SHELF
 
-    try:
-        shelf.install(list(DEMO_SHELF), progress=not no_progress)
+    try:  # install returns each entry once it is in place (installed now, or found whole)
+        return [done["hub_id"] for done in shelf.install(list(DEMO_SHELF), progress=not no_progress)]
     except (UserError, OSError) as exc:  # no registry, or no disk: the twins have run, the checkpoints are said apart
         print(f"the shelf's checkpoints could not be installed here ({exc}); the demo ran twins only")
         return []
-    return [hub_id for hub_id in shelf.ready_ids() if hub_id in DEMO_SHELF]
 
 
 def cmd_twins(args) -> int:

@@ -99,16 +99,14 @@ _live: set[int] = set()
 _abandoned = False
 
 
-def abandon_runs() -> int:
-    """Kill every run in flight and start none until ``resume_runs``: a run started meanwhile ends at once, killed.
-    Returns how many runs were in flight."""
+def abandon_runs() -> None:
+    """Kill every run in flight and start none until ``resume_runs``: a run started meanwhile ends at once, killed."""
     global _abandoned
     with _live_lock:
         _abandoned = True
         groups = list(_live)
     for pgid in groups:
         _kill_group(pgid)
-    return len(groups)
 
 
 def runs_abandoned() -> bool:
