@@ -270,6 +270,10 @@ def test_the_catalog_is_found_from_any_working_directory_and_its_absence_is_said
     plan = subprocess.run([sys.executable, "-m", "neuronhelpers", "plan", "microsoft/Phi-3.5-mini-instruct"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert plan.returncode == 0 and plan.stdout.startswith(f"answer in {catalog_dir()}/: model twin "), plan.stdout
+    repro = subprocess.run([sys.executable, "-m", "neuronhelpers", "repro", "tiny/mistralai--Mistral-7B-v0.1"],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert repro.returncode == 0 and repro.stdout.startswith(f"read {catalog_dir()}/: its row of "), repro.stdout
+    assert (tmp_path / "repro_mistralai--Mistral-7B-v0.1.py").exists()
     elsewhere = subprocess.run([sys.executable, "-m", "neuronhelpers", "plan", "microsoft/Phi-3.5-mini-instruct",
                                 "--results", str(tmp_path / "none")], capture_output=True, text=True, timeout=300)
     assert elsewhere.stdout.splitlines()[0] == (f"no answer from a catalog: no results dataset at '{tmp_path}/none': "

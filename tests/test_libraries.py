@@ -304,10 +304,25 @@ FIGURES = {vocab.FEATURE_EXTRACTION: ("min_cosine", "items_per_s"),
            vocab.TEXT_TO_IMAGE: ("psnr_db", "step_s", "image_s")}
 
 
+@pytest.fixture(scope="module")
+def twin_run(tmp_path_factory):
+    """One harness run per twin, shared by the tests that read it: (the row, its run folder). Two tests ask for
+    st-qwen3 and t2i-stable-diffusion; running each once saves two runs (about 3 minutes of CI)."""
+    runs = {}
+
+    def run(model_id):
+        if model_id not in runs:
+            workdir = tmp_path_factory.mktemp("run")
+            runs[model_id] = (run_model(model_id, workdir=workdir), workdir)
+        return runs[model_id]
+
+    return run
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("model_id", EMBEDDING_TWINS + DIFFUSION_TWINS)
-def test_a_twin_passes_against_its_cpu_reference_with_its_figures(model_id, tmp_path):
-    row = run_model(model_id, workdir=tmp_path)
+def test_a_twin_passes_against_its_cpu_reference_with_its_figures(model_id, twin_run):
+    row, workdir = twin_run(model_id)
     assert row["result"] == "PASS", row["error"]
     assert row["verification"] in ("exact", "within_tolerance")
     assert row["library"] == render.LIBRARY_FOR_TASK[row["task"]] and row["library_version"]
@@ -316,7 +331,7 @@ def test_a_twin_passes_against_its_cpu_reference_with_its_figures(model_id, tmp_
         assert row[column] is not None and row[column] >= 0, column
     assert row["tokens"] is None and row["neuron_cores"] == 1
     schema.validate_row(row)
-    payload = last_json_line((tmp_path / "device.stdout.txt").read_text())
+    payload = last_json_line((workdir / "device.stdout.txt").read_text())
     assert payload["warm_equals_cold"]
     if row["task"] == vocab.TEXT_TO_IMAGE:
         assert payload["image_shape"] == [3, libraries.IMAGE_SIZE, libraries.IMAGE_SIZE]
@@ -342,9 +357,9 @@ def test_a_perturbed_weight_fails_as_a_mismatch_with_the_figures(model_id, tmp_p
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model_id", ["tiny/st-qwen3", "tiny/t2i-stable-diffusion"])
-def test_the_stored_run_py_alone_reproduces_the_output(model_id, tmp_path):
-    row = run_model(model_id, workdir=tmp_path / "run")
-    original = last_json_line((tmp_path / "run" / "device.stdout.txt").read_text())
+def test_the_stored_run_py_alone_reproduces_the_output(model_id, twin_run, tmp_path):
+    row, workdir = twin_run(model_id)
+    original = last_json_line((workdir / "device.stdout.txt").read_text())
     alone = tmp_path / "alone"
     alone.mkdir()
     (alone / "run.py").write_text(row["run_py"])

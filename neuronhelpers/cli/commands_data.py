@@ -134,6 +134,8 @@ def cmd_repro(args) -> int:
     rows, _pair = select_pair(load_results(results), args.pair)
     path, row = write_repro(rows, args.cause, args.out, remedy=args.remedy)
     lines = path.read_text().count("\n")
+    print(f"read {results}/: its row of {row['compiler']} {row['compiler_version']}, {row['library']} "
+          f"{row['library_version']}")
     print(f"{path}: {lines} lines, shows {row['model_id']}'s {row['stage']} failure on CPU: {row['cause']}")
     print(f"run it: python {path}   (REPRODUCED and exit 1 while this cause holds; 'a different failure' and exit 2 "
           "on another; exit 0 once fixed)")
