@@ -342,6 +342,19 @@ def test_a_twin_passes_against_its_cpu_reference_with_its_figures(model_id, twin
 
 
 @pytest.mark.slow
+def test_the_measuring_runs_nothing_eagerly_before_the_compiled_call_so_a_lazy_buffer_fails_as_run_py_alone():
+    """Guards measuring 0.5.2. z-image's rope table is built on the model's first call, inside a `torch.device`
+    context dynamo cannot enter. Run alone, the row's run.py compiles first and fails at compile; the measuring used to
+    draw an image eagerly before compiling, which built the table, and recorded PASS (found by `rerun --sample 30`).
+    Now the harness's verdict is run.py's own, and the eager evidence comes from its own process."""
+    row = run_model("tiny/t2i-z-image-controlnet-inpaint")
+    assert (row["result"], row["stage"]) == ("FAIL", "compile"), row["error"]
+    assert row["cause"].startswith("Unsupported: Unsupported context manager"), row["cause"]
+    assert "precompute_freqs_cis" in row["cause"]
+    assert row["device_eager"] == vocab.DEVICE_EAGER_RAN and row["harness_version"] == "0.5.2"
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("model_id", ["tiny/st-bert", "tiny/t2i-pixart-sigma"])
 def test_a_perturbed_weight_fails_as_a_mismatch_with_the_figures(model_id, tmp_path):
     broken = build.perturbed_twin(model_id, tmp_path / "perturbed")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import result_row
-from neuronhelpers.core import versions
+from neuronhelpers.core import versions, vocab
 from neuronhelpers.core.backends import get_backend
 from neuronhelpers.models.resolve import ModelRef
 from neuronhelpers.recipes import render
@@ -35,7 +35,8 @@ MEASURING_FILES = (MEASURING_FILE, PACKAGE / "run" / "instruments.py", PACKAGE /
 # 0.4.3: a failed perturbed run says why in core.errors.first_line's words, measuring as 0.4.1 (no row carries it yet);
 # 0.5.0: the measuring reads and wraps the recipe module's declared names directly (no proxy), and a remedy is a
 # PARAMS entry the recipe reads (issue 55's re-sweep); 0.5.1: the compiled graphs' symbolic inputs and data-dependent
-# values (symbolic_shapes, read from dynamo's graph code) and the prompt's length, for a remedy's trn2 word (issue 56)
+# values (symbolic_shapes, read from dynamo's graph code) and the prompt's length, for a remedy's trn2 word (issue 56);
+# 0.5.2: sentence-transformers and diffusers measure eagerly after the compiled calls (versions.MEASURING_SINCE)
 DIGESTS = {"0.3.0": "aca5d48f4036e481d274138a913c3732b0effba8fa54762ac5ff8fba9f577985",
            "0.3.1": "7248584d1c007ce4e0425bfcdc95a3aa873dc7e238b2242d5a94ce5b4fac7308",
            "0.3.2": "4ac00c65101749215cef908ffaadb46c34049f99c3f3e5154b8b5319814e80bd",
@@ -46,7 +47,8 @@ DIGESTS = {"0.3.0": "aca5d48f4036e481d274138a913c3732b0effba8fa54762ac5ff8fba9f5
            "0.4.4": "a980d829de0fd791ec65df460b807d952f0d5acc097c4787e35b8fe590dbc532",
            "0.4.5": "259794cfe8be90090f1551ea602c09f8e8f0af225d69858ce7253afbec7781ce",
            "0.5.0": "b8b8a35ebfdfc5cb177879416b274e08499b8fc0be21174559e7e8c3524ae86a",
-           "0.5.1": "0a6a50123b89c80a12aaef30fc17cf74127319430edad38e5a0c8b0103f7736e"}
+           "0.5.1": "0a6a50123b89c80a12aaef30fc17cf74127319430edad38e5a0c8b0103f7736e",
+           "0.5.2": "506d10e3f1ca160b61d8250882a70c274b24baf503f0327d2ca43cf985bfe9e7"}
 
 MODELS = [ModelRef("tiny/llama", "/twins/llama", "text-generation", "llama"),
           ModelRef("tiny/llava", "/twins/llava", "image-text-to-text", "llava"),
@@ -108,6 +110,24 @@ def test_a_measuring_change_leaves_run_py_byte_identical_and_its_rows_contributa
     assert proc.stdout == today  # byte for byte
     older = result_row("tiny/llama", run_py=today, harness_version="0.2.0")
     assert publish.validate_contribution([older])[0]["harness_version"] == "0.2.0"
+
+
+def test_a_change_to_one_librarys_measuring_stales_that_librarys_rows_alone():
+    """0.5.2 changed the measuring of sentence-transformers and diffusers only (their eager calls moved after the
+    compiled ones): a transformers row of 0.5.1 is still what today's measuring makes, and `sweep --stale` keeps it; a
+    diffusers or sentence-transformers row of 0.5.1 is run again; no row older than its library's last change, and
+    none newer than today's measuring or not a version at all, is today's."""
+    since = versions.MEASURING_SINCE
+    assert set(since) == set(vocab.LIBRARY_FOR_TASK.values())  # every library says when its measuring last changed
+    assert (since["transformers"], since["diffusers"], since["sentence-transformers"]) == ("0.5.1", "0.5.2", "0.5.2")
+    today = render.render_run_py(render.recipe_params(MODELS[0], get_backend("cpu")))
+    assert publish.made_by_todays_recipe(result_row("tiny/llama", run_py=today, harness_version="0.5.1"))
+    assert not publish.made_by_todays_recipe(result_row("tiny/llama", run_py=today, harness_version="0.5.0"))
+    for library in ("diffusers", "sentence-transformers"):
+        assert not versions.measuring_is_todays("0.5.1", library)
+        assert versions.measuring_is_todays(versions.MEASURING_VERSION, library)
+    for version in ("99.0", "not-a-version", None):
+        assert not versions.measuring_is_todays(version, "transformers")
 
 
 def test_a_tampered_recipe_is_still_refused_whatever_the_measuring():

@@ -147,6 +147,10 @@ def test_a_rerun_is_judged_against_its_row_verdict_stage_verification_then_token
     assert difference_from(passed, {**passed, "verification": "within_tolerance"}) == (
         "verification 'within_tolerance', the row's 'exact'")
     assert difference_from(passed, {"result": "FAIL", "stage": "compile"}) == "result 'FAIL', the row's 'PASS'"
+    # a rerun that failed says where and why, in run.py's own words (z-image's controlnet, found by rerun --sample 30)
+    assert difference_from(passed, {"result": "FAIL", "stage": "compile", "error": "Unsupported: Unsupported context "
+                                    "manager"}) == ("result 'FAIL' (at compile: Unsupported: Unsupported context "
+                                                    "manager), the row's 'PASS'")
     failed = {"result": "FAIL", "stage": "compile", "verification": None, "tokens": None}
     assert difference_from(failed, {**failed, "stage": "run"}) == "stage 'run', the row's 'compile'"
     assert difference_from(failed, {**failed, "verification": "exact"}) is None  # a FAIL's verification: not compared

@@ -9,7 +9,7 @@ import platform
 from importlib import metadata
 
 from neuronhelpers.core.backends import Backend
-from neuronhelpers.core.vocab import TRANSFORMERS
+from neuronhelpers.core.vocab import DIFFUSERS, SENTENCE_TRANSFORMERS, TRANSFORMERS
 
 __version__ = "0.2.0"  # neuronhelpers' own version, the one source: pyproject reads it
 
@@ -17,7 +17,27 @@ __version__ = "0.2.0"  # neuronhelpers' own version, the one source: pyproject r
 # rows' harness_version: bumped when those files change (tests/test_measure.py fails until it is), never by a change
 # to the recipe, which a row identifies by its run.py's code. 0.2.0 was the package version, when run.py held the
 # measuring itself.
-MEASURING_VERSION = "0.5.1"
+MEASURING_VERSION = "0.5.2"
+# The measuring version that last changed what each library's rows hold: a row of that version or later (up to
+# today's) is what today's measuring would make, so a change to one library's measuring stales that library's rows
+# alone. 0.5.2: sentence-transformers and diffusers measure eagerly after the compiled calls, not before them (an
+# eager call first built z-image's rope table, which the compiled run then found built: a PASS where run.py alone
+# FAILs); the transformers path is unchanged.
+MEASURING_SINCE = {TRANSFORMERS: "0.5.1", SENTENCE_TRANSFORMERS: "0.5.2", DIFFUSERS: "0.5.2"}
+
+
+def measuring_is_todays(harness_version: str | None, library: str | None) -> bool:
+    """Whether a row's measuring (its ``harness_version``) is what today's measuring makes for its library."""
+    def key(version: str) -> tuple:
+        return tuple(int(part) for part in version.split("."))
+
+    if not harness_version:
+        return False
+    since = MEASURING_SINCE.get(library or TRANSFORMERS, MEASURING_VERSION)
+    try:
+        return key(since) <= key(harness_version) <= key(MEASURING_VERSION)
+    except ValueError:  # not a version this package wrote (a hand-edited row): never today's
+        return False
 
 NEURON_COMPILER = "neuronx-cc"  # the compiler on Trainium (its distribution's name, as rows record it)
 

@@ -293,8 +293,8 @@ def _static_cache_tokens_on_cpu(planned: PlannedRun, run: _RunFolder, row: dict,
 def _device_eager_after_failure(planned: PlannedRun, run: _RunFolder, row: dict, checks: _Checks) -> str:
     """After a compiled failure: does the device run the model eagerly, with the recipe's own static cache? A fresh
     process loads the file's model and runs it with nothing compiled (``run.measure run.py --eager``; on CPU too: the
-    CPU reference uses a dynamic cache, so it would not show that the static-cache path runs). A library whose eager
-    run is measured before compiling already says."""
+    CPU reference uses a dynamic cache, so it would not show that the static-cache path runs). A row whose run
+    measured its eager call after the compiled ones already says."""
     if row.get("device_eager"):
         return row["device_eager"]
     if row.get("stage") == vocab.STAGE_TIMEOUT:

@@ -37,7 +37,7 @@ from neuronhelpers.run.instruments import (
     dynamo_figures,
     dynamo_traced,
 )
-from neuronhelpers.verdict.perturb import decoder_or_model, perturbed_outputs
+from neuronhelpers.verdict.perturb import decoder_or_model, outputs_with, perturbation_target, perturbed_outputs
 
 TIMING_ROUNDS = 3  # eager calls alternating with compiled ones, where a call is quick
 QUICK_CALL_S = 2.0
@@ -158,13 +158,23 @@ class _Measuring:
         size = vocab.PERTURBATION_SIZE[self.params.get("library", vocab.TRANSFORMERS)]
         self.perturbed = {"not_measured": why} if why else perturbed_outputs(root, size, call, within)
 
-    def eager_before_compiling(self, parameters: int, call, figure) -> None:
-        """The model as loaded, run eagerly on the device twice (the second timed, as the compiled one is); kept for
-        the result, its seconds as the library's column (``figure(seconds)`` -> (column, value))."""
-        out = eager_seconds(self.params, self.sharded, parameters, call, warm_up=True)
+    def eager_after_compiled(self, result: dict, parameters: int, call, figure, target, outputs) -> None:
+        """After the compiled calls, the same call eagerly on the device twice (the second timed, as the compiled one
+        is), its seconds as the library's column (``figure(seconds)`` -> (column, value)), then once more with
+        ``target``'s block perturbed (``outputs()``: the outputs as run.py reports them). torch's ``force_eager``
+        stance runs the compiled modules' own code. Never before compiling: an eager call first would build what a
+        model builds lazily on its first call (z-image's rope table), and the compiled run would no longer be the one
+        run.py makes alone."""
+        import torch
+
+        with torch.compiler.set_stance("force_eager"):
+            out = eager_seconds(self.params, self.sharded, parameters, call, warm_up=True)
+            why = eager_not_tried(self.params, self.sharded, parameters)
+            size = vocab.PERTURBATION_SIZE[self.params["library"]]
+            self.perturbed = {"not_measured": why} if why else outputs_with(target, size, outputs)
         if "seconds" in out:
             out.update([figure(out.pop("seconds"))])
-        self.eager = out
+        self.eager = result["eager"] = out
 
 
 class _TransformersMeasuring(_Measuring):
@@ -230,7 +240,7 @@ class _TransformersMeasuring(_Measuring):
 
 
 class _EncodeMeasuring(_Measuring):
-    """sentence-transformers: the batch encoded eagerly before compiling; sentences per second, warm."""
+    """sentence-transformers: sentences per second, warm; after it, the batch encoded eagerly."""
 
     call = "encode"
 
@@ -239,23 +249,24 @@ class _EncodeMeasuring(_Measuring):
         compile_transformer = self.module.compile_transformer
 
         def measured_compile(model, backend):
-            encode, sentences = self.original["encode"], len(self.params["prompt"])
-            parameters = sum(p.numel() for p in model.parameters())
-            self.eager_before_compiling(parameters, lambda: encode(model, self.params),
-                                        lambda seconds: ("eager_items_per_s", sentences / seconds))
-            self.perturbed_run(model, parameters, lambda: {"embeddings": encode(model, self.params).tolist()})
+            self.model, self.target = model, perturbation_target(model)  # named before a wrapper renames it
             return compile_transformer(model, backend)
 
         self.module.compile_transformer = measured_compile
 
     def add_figures(self, result):
-        result["figures"] = {"items_per_s": len(self.params["prompt"]) / result["timings"]["generate_s"]}
+        sentences, encode, model = len(self.params["prompt"]), self.original["encode"], self.model
+        result["figures"] = {"items_per_s": sentences / result["timings"]["generate_s"]}
+        self.eager_after_compiled(result, sum(p.numel() for p in model.parameters()),
+                                  lambda: encode(model, self.params),
+                                  lambda seconds: ("eager_items_per_s", sentences / seconds), self.target,
+                                  lambda: {"embeddings": encode(model, self.params).tolist()})
 
 
 class _PipelineMeasuring(_Measuring):
-    """diffusers: one image drawn eagerly before compiling; seconds per warm denoising step, from a clock on the
-    final stage's main denoiser's calls and the start of decoding (the image's return, in pixel space). A
-    multi-stage pipeline's steps are its final stage's."""
+    """diffusers: seconds per warm denoising step, from a clock on the final stage's main denoiser's calls and the
+    start of decoding (the image's return, in pixel space); after it, one image drawn eagerly. A multi-stage
+    pipeline's steps are its final stage's."""
 
     call = "draw"
 
@@ -264,13 +275,9 @@ class _PipelineMeasuring(_Measuring):
         compile_pipeline, self.clock = self.module.compile_pipeline, StepClock(self.params["device"])
 
         def measured_compile(pipe, backend):
-            draw = self.original["draw"]
-            self.eager_before_compiling(_pipeline_parameters(pipe), lambda: draw(pipe, self.params),
-                                        lambda seconds: ("eager_image_s", seconds))
             resolve = self.module.resolve
             main = self.module.denoiser_name(pipe)
-            self.perturbed_run(resolve(pipe, main), _pipeline_parameters(pipe),
-                               lambda: self.module.image_payload(draw(pipe, self.params)))
+            self.pipe, self.target = pipe, perturbation_target(resolve(pipe, main))
             names = compile_pipeline(pipe, backend)
             # resolved again after compiling: the main denoiser is now its compiled wrapper, so the hook stays outside
             # the compiled graph
@@ -301,6 +308,10 @@ class _PipelineMeasuring(_Measuring):
         # seconds per warm denoising step, steps per second, seconds for one warm image
         result["figures"] = {"step_s": timings["step_s"], "items_per_s": 1.0 / timings["step_s"],
                              "image_s": timings["image_s"]}
+        draw, pipe = self.original["draw"], self.pipe
+        self.eager_after_compiled(result, _pipeline_parameters(pipe), lambda: draw(pipe, self.params),
+                                  lambda seconds: ("eager_image_s", seconds), self.target,
+                                  lambda: self.module.image_payload(draw(pipe, self.params)))
 
 
 def eager_run(module, params: dict) -> dict:

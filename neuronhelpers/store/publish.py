@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from neuronhelpers.core import vocab
+from neuronhelpers.core import versions, vocab
 from neuronhelpers.core.code_identity import code_digest, executable_text
 from neuronhelpers.core.errors import UserError
 from neuronhelpers.recipes import render
@@ -386,10 +386,11 @@ def check_run_py(row: dict) -> None:
 
 
 def made_by_todays_recipe(row: dict) -> bool:
-    """Whether a row is what today's package would make: its measuring is today's (``harness_version``) and its run_py
-    the recipe rendered with its own parameters (``check_run_py``'s rule: what ``contribute`` accepts). A row with no
-    run_py (nothing was rendered: EXCLUDED, or UNTESTED before a run) counts by its measuring alone."""
-    if row.get("harness_version") != schema.HARNESS_VERSION:
+    """Whether a row is what today's package would make: its measuring is today's for its library
+    (``versions.measuring_is_todays``) and its run_py the recipe rendered with its own parameters (``check_run_py``'s
+    rule: what ``contribute`` accepts). A row with no run_py (nothing was rendered: EXCLUDED, or UNTESTED before a
+    run) counts by its measuring alone."""
+    if not versions.measuring_is_todays(row.get("harness_version"), row.get("library")):
         return False
     try:
         return not row.get("run_py") or check_run_py(row) is None

@@ -84,7 +84,8 @@ def rerun_row(row: dict, home: Path, timeout: float = RERUN_TIMEOUT_S) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=re.sub(r"[^A-Za-z0-9_.-]+", "_", row["model_id"])[:60] + "-", dir=home))
     (folder / "run.py").write_text(row["run_py"])
     device = _run(folder, home, [], timeout)
-    again = {"result": vocab.FAIL, "stage": device.get("stage"), "verification": None, "tokens": device.get("tokens")}
+    again = {"result": vocab.FAIL, "stage": device.get("stage"), "verification": None, "tokens": device.get("tokens"),
+             "error": device.get("error")}
     if device.get("ok"):
         reference = _run(folder, home, ["--reference"], timeout)
         if not reference.get("ok"):
@@ -112,7 +113,9 @@ def difference_from(row: dict, again: dict) -> str | None:
                 row.get("result") != vocab.PASS:
             continue
         if row.get(column) != again.get(column):
-            return f"{column} {again.get(column)!r}, the row's {row.get(column)!r}"
+            failed = again.get("result") == vocab.FAIL and again.get("error")
+            why = f" (at {again.get('stage')}: {str(again['error'])[:200]})" if failed else ""
+            return f"{column} {again.get(column)!r}{why}, the row's {row.get(column)!r}"
     want, got = row.get("tokens"), again.get("tokens")
     if want is not None and got is not None and list(want) != list(got):
         first = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), min(len(want), len(got)))
