@@ -115,13 +115,17 @@ def _rows(pair):
             result_row("tiny/t2i-a", task="text-to-image", library="diffusers", **{
                 **common, "library_version": __import__("diffusers").__version__}),
             result_row("tiny/c", **common), result_row("tiny/old", **{**common, "compiler_version": "0.0.1"}),
+            result_row("tiny/t2i-other", task="text-to-image", library="diffusers", packages="transformers==4.0.0", **{
+                **common, "library_version": __import__("diffusers").__version__}),
             result_row("tiny/untested", "UNTESTED", stage="twin", error="x", **common),
             result_row("tiny/no-run-py", **{**common, "run_py": None})]
 
 
 def test_a_rerun_sample_takes_this_pairs_verdicts_across_libraries_and_tasks_first():
     """Only verdicts of this environment's pair that carry a run.py; a sample of 3 covers three (library, task)
-    groups before it takes a second row of one; an unknown model is refused in one line."""
+    groups before it takes a second row of one; an unknown model is refused in one line. A diffusers row made beside
+    another transformers is not this environment's (its twin's files come from transformers): rerun in the 5.24.0
+    venv, 8 of 20 such rows ended "builds other files than the twin this run.py tested"."""
     from neuronhelpers.core import versions
     from neuronhelpers.store import schema
     from neuronhelpers.sweep.rerun import rows_to_rerun
@@ -135,6 +139,8 @@ def test_a_rerun_sample_takes_this_pairs_verdicts_across_libraries_and_tasks_fir
     assert [row["model_id"] for row in rows_to_rerun(frame, models=["tiny/b"])] == ["tiny/b"]
     with pytest.raises(Exception, match="no verdict with a run.py for tiny/old in this environment's pair"):
         rows_to_rerun(frame, models=["tiny/old"])
+    with pytest.raises(Exception, match="only where it was made with this transformers"):
+        rows_to_rerun(frame, models=["tiny/t2i-other"])
 
 
 def test_a_rerun_is_judged_against_its_row_verdict_stage_verification_then_tokens():

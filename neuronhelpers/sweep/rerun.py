@@ -33,13 +33,14 @@ def rows_to_rerun(frame, *, sample: int | None = None, models: list[str] | None 
 
     rows, _pair = select_pair(frame, "current")
     rows = newest_per_model(rows[rows.result.isin([vocab.PASS, vocab.FAIL]) & rows.run_py.notna()])
-    records = row_records(rows)
+    records = [row for row in row_records(rows) if other_transformers(row) is None]
     if models:
         found = {row["model_id"]: row for row in records}
         missing = [model for model in models if model not in found]
         if missing:
-            raise UserError(f"no verdict with a run.py for {', '.join(missing)} in this environment's pair: "
-                            "`neuronhelpers plan MODEL` says what the data holds")
+            raise UserError(f"no verdict with a run.py for {', '.join(missing)} in this environment's pair (a "
+                            "sentence-transformers or diffusers row counts only where it was made with this "
+                            "transformers): `neuronhelpers plan MODEL` says what the data holds")
         return [found[model] for model in models]
     groups: dict[tuple, list[dict]] = {}
     for row in sorted(records, key=lambda r: r["model_id"]):
@@ -56,6 +57,18 @@ def rows_to_rerun(frame, *, sample: int | None = None, models: list[str] | None 
             if not queue:
                 queues.remove(queue)
     return drawn
+
+
+def other_transformers(row: dict) -> str | None:
+    """The transformers a sentence-transformers or diffusers row was made with (its ``packages``), where it is not
+    this environment's: such a row's version pair names its own library alone, but its twin's files and its text
+    encoders come from transformers, so it reruns only beside that release. None when it is this one's."""
+    if row.get("library") == vocab.TRANSFORMERS:
+        return None
+    from neuronhelpers.core.versions import library_version
+
+    made = re.search(r"^transformers==(\S+)$", row.get("packages") or "", re.M)
+    return made.group(1) if made and made.group(1) != library_version(vocab.TRANSFORMERS) else None
 
 
 def _run(folder: Path, home: Path, flags: list[str], timeout: float) -> dict:
