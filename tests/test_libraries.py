@@ -351,7 +351,7 @@ def test_the_measuring_runs_nothing_eagerly_before_the_compiled_call_so_a_lazy_b
     assert (row["result"], row["stage"]) == ("FAIL", "compile"), row["error"]
     assert row["cause"].startswith("Unsupported: Unsupported context manager"), row["cause"]
     assert "precompute_freqs_cis" in row["cause"]
-    assert row["device_eager"] == vocab.DEVICE_EAGER_RAN and row["harness_version"] == "0.5.2"
+    assert row["device_eager"] == vocab.DEVICE_EAGER_RAN and row["harness_version"] == "0.5.3"
 
 
 @pytest.mark.slow

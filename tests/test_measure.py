@@ -36,7 +36,8 @@ MEASURING_FILES = (MEASURING_FILE, PACKAGE / "run" / "instruments.py", PACKAGE /
 # 0.5.0: the measuring reads and wraps the recipe module's declared names directly (no proxy), and a remedy is a
 # PARAMS entry the recipe reads (issue 55's re-sweep); 0.5.1: the compiled graphs' symbolic inputs and data-dependent
 # values (symbolic_shapes, read from dynamo's graph code) and the prompt's length, for a remedy's trn2 word (issue 56);
-# 0.5.2: sentence-transformers and diffusers measure eagerly after the compiled calls (versions.MEASURING_SINCE)
+# 0.5.2: sentence-transformers and diffusers measure eagerly after the compiled calls (versions.MEASURING_SINCE);
+# 0.5.3: a model with no stack of blocks is not measured rather than a raise before compiling (rows of 0.5.2 stand)
 DIGESTS = {"0.3.0": "aca5d48f4036e481d274138a913c3732b0effba8fa54762ac5ff8fba9f577985",
            "0.3.1": "7248584d1c007ce4e0425bfcdc95a3aa873dc7e238b2242d5a94ce5b4fac7308",
            "0.3.2": "4ac00c65101749215cef908ffaadb46c34049f99c3f3e5154b8b5319814e80bd",
@@ -48,7 +49,8 @@ DIGESTS = {"0.3.0": "aca5d48f4036e481d274138a913c3732b0effba8fa54762ac5ff8fba9f5
            "0.4.5": "259794cfe8be90090f1551ea602c09f8e8f0af225d69858ce7253afbec7781ce",
            "0.5.0": "b8b8a35ebfdfc5cb177879416b274e08499b8fc0be21174559e7e8c3524ae86a",
            "0.5.1": "0a6a50123b89c80a12aaef30fc17cf74127319430edad38e5a0c8b0103f7736e",
-           "0.5.2": "506d10e3f1ca160b61d8250882a70c274b24baf503f0327d2ca43cf985bfe9e7"}
+           "0.5.2": "506d10e3f1ca160b61d8250882a70c274b24baf503f0327d2ca43cf985bfe9e7",
+           "0.5.3": "5745de940dd1c70580197594822e65ab9e70013ae6765e75dff7ebe21c13aac0"}
 
 MODELS = [ModelRef("tiny/llama", "/twins/llama", "text-generation", "llama"),
           ModelRef("tiny/llava", "/twins/llava", "image-text-to-text", "llava"),

@@ -12,7 +12,7 @@ from neuronhelpers.store import card, dataset
 from neuronhelpers.ui import explorer
 from neuronhelpers.ui.explorer.detail import render_detail_html
 from neuronhelpers.verdict.evidence import evidence_level
-from neuronhelpers.verdict.perturb import middle_block, perturbed, perturbed_outputs
+from neuronhelpers.verdict.perturb import middle_block, outputs_with, perturbation_target, perturbed, perturbed_outputs
 from neuronhelpers.verdict.verify import check_sensitivity
 
 PARAMS = {"library": vocab.TRANSFORMERS, "dtype": "float32"}
@@ -92,6 +92,11 @@ def test_the_middle_block_is_in_the_largest_stack_and_the_weights_are_restored_a
     assert seen == {"layer": "layers.2", "size": 0.1, "changed": True}
     with pytest.raises(ValueError, match="no stack of repeated blocks"):
         middle_block(torch.nn.Linear(2, 2))
+    # taken before compiling (sentence-transformers, diffusers): a model with no stack is not measured, never a raise
+    # that would fail its compile (measuring 0.5.2 raised there)
+    assert perturbation_target(torch.nn.Linear(2, 2)) == {
+        "not_measured": "the perturbed run failed: ValueError: Linear has no stack of repeated blocks to perturb"}
+    assert outputs_with(perturbation_target(torch.nn.Linear(2, 2)), 0.1, lambda: 1 / 0)["not_measured"]
 
 
 def test_check_sensitivity_uses_the_runs_own_rule():

@@ -17,12 +17,13 @@ __version__ = "0.2.0"  # neuronhelpers' own version, the one source: pyproject r
 # rows' harness_version: bumped when those files change (tests/test_measure.py fails until it is), never by a change
 # to the recipe, which a row identifies by its run.py's code. 0.2.0 was the package version, when run.py held the
 # measuring itself.
-MEASURING_VERSION = "0.5.2"
+MEASURING_VERSION = "0.5.3"
 # The measuring version that last changed what each library's rows hold: a row of that version or later (up to
 # today's) is what today's measuring would make, so a change to one library's measuring stales that library's rows
 # alone. 0.5.2: sentence-transformers and diffusers measure eagerly after the compiled calls, not before them (an
 # eager call first built z-image's rope table, which the compiled run then found built: a PASS where run.py alone
-# FAILs); the transformers path is unchanged.
+# FAILs); the transformers path is unchanged. 0.5.3: a model with no stack of blocks to perturb is "not measured"
+# again rather than a raise inside the compile step (0.5.2's); no 0.5.2 row met it, so the rows stand.
 MEASURING_SINCE = {TRANSFORMERS: "0.5.1", SENTENCE_TRANSFORMERS: "0.5.2", DIFFUSERS: "0.5.2"}
 
 

@@ -81,30 +81,37 @@ def perturbed_outputs(root, size: float, call, within=None) -> dict:
     """``call()`` (the library's outputs as its run.py reports them: tokens, embeddings, an image) with the middle
     block of ``within`` (default ``root``, a module inside it) perturbed: {"layer" (its name in ``root``), "size",
     **outputs}, or {"not_measured": why}."""
+    return outputs_with(perturbation_target(root, within), size, call)
+
+
+def perturbation_target(root, within=None) -> tuple[str, object] | dict:
+    """(the name in ``root`` of the middle block of ``within``'s largest stack, the block), or {"not_measured": why}
+    where there is none. Taken before compiling where the outputs are drawn after it: a compiled wrapper adds a level
+    (``_orig_mod``) to the names. Never raises: a model without a stack of blocks is a model the check cannot probe,
+    not a failed run."""
     try:
-        target = perturbation_target(root, within)
+        layer, block = middle_block(root if within is None else within)
+        if within is not None and within is not root:
+            prefix = next(name for name, module in root.named_modules() if module is within)
+            layer = f"{prefix}.{layer}" if prefix else layer
     except Exception as exc:  # noqa: BLE001 - the check's sensitivity is evidence, never the verdict
-        return {"not_measured": f"the perturbed run failed: {first_line(exc, limit=200, name=True)}"}
-    return outputs_with(target, size, call)
-
-
-def perturbation_target(root, within=None) -> tuple[str, object]:
-    """(the name in ``root`` of the middle block of ``within``'s largest stack, the block). Taken before compiling
-    where the outputs are drawn after it: a compiled wrapper adds a level (``_orig_mod``) to the names."""
-    layer, block = middle_block(root if within is None else within)
-    if within is not None and within is not root:
-        prefix = next(name for name, module in root.named_modules() if module is within)
-        layer = f"{prefix}.{layer}" if prefix else layer
+        return _not_measured(exc)
     return layer, block
 
 
-def outputs_with(target: tuple[str, object], size: float, call) -> dict:
+def outputs_with(target: tuple[str, object] | dict, size: float, call) -> dict:
     """``call()`` with ``target``'s block perturbed (``perturbation_target``): {"layer", "size", **outputs}, or
-    {"not_measured": why}."""
+    {"not_measured": why} (the target's own, or the call's failure)."""
+    if isinstance(target, dict):
+        return target
     layer, block = target
     try:
         with perturbed(block, size):
             outputs = call()
     except Exception as exc:  # noqa: BLE001 - the check's sensitivity is evidence, never the verdict
-        return {"not_measured": f"the perturbed run failed: {first_line(exc, limit=200, name=True)}"}
+        return _not_measured(exc)
     return {"layer": layer, "size": size, **outputs}
+
+
+def _not_measured(exc: Exception) -> dict:
+    return {"not_measured": f"the perturbed run failed: {first_line(exc, limit=200, name=True)}"}
