@@ -175,3 +175,56 @@ def test_a_rerun_is_judged_against_its_row_verdict_stage_verification_then_token
     lines = rerun_lines([{"model_id": "tiny/a", "reproduced": True, "difference": None},
                          {"model_id": "tiny/b", "reproduced": False, "difference": "stage 'run', the row's 'compile'"}])
     assert lines == ["1 of 2 reproduced", "  tiny/b: stage 'run', the row's 'compile'"]
+
+
+def test_while_a_twin_is_written_log_exp_and_expm1_are_correctly_rounded_then_torchs_own_again():
+    """torch's float32 log is not correctly rounded (here log(7), log(47), log(49) and log(0.75) are one unit in the
+    last place off) and its last bit differs between machines: a twin whose constructor computes a parameter with it
+    (the state-space families' A_log) had other files on another machine, and its run.py refused it."""
+    import math
+
+    import numpy as np
+    import torch
+
+    from neuronhelpers.twins.weights import correctly_rounded_math
+
+    plain = (torch.log, torch.exp, torch.expm1, torch.Tensor.log)
+    integers, values = torch.arange(1, 65), torch.linspace(-4.0, 4.0, 257)
+    with correctly_rounded_math():
+        logs, scalar, method = torch.log(integers), torch.log(torch.tensor(0.75)), integers.float().log()
+        exps, expm1s = torch.exp(values), (-values.abs()).expm1()
+    assert logs.dtype == torch.float32 and (torch.log, torch.exp, torch.expm1, torch.Tensor.log) == plain
+    assert logs.tolist() == method.tolist() == [float(np.float32(math.log(i))) for i in range(1, 65)]
+    assert scalar.item() == float(np.float32(math.log(0.75)))
+    assert exps.tolist() == [float(np.float32(math.exp(v))) for v in values.double().tolist()]
+    assert expm1s.tolist() == [float(np.float32(math.expm1(-abs(v)))) for v in values.double().tolist()]
+
+
+@pytest.mark.slow
+def test_a_twins_files_are_the_same_whatever_the_machines_float_math_or_network(tmp_path, monkeypatch):
+    """Built where the Hub is reachable, a twin's tokenizer_config.json still says local_files_only, as every twin
+    built offline does (the catalog's were); and a state-space twin's A_log is log(1..N) correctly rounded, whatever
+    this machine's torch.log gives (2026-12-07: eight twins and five encoders built here had other files than their
+    rows, and their run.py refused them)."""
+    import math
+
+    import huggingface_hub.constants
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    from neuronhelpers.core.settings import HOME_ENV
+    from neuronhelpers.twins.build import build_twin
+
+    monkeypatch.setenv(HOME_ENV, str(tmp_path))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    encoder, mamba = build_twin("tiny/st-bert"), build_twin("tiny/mamba")
+    assert json.loads((encoder / "tokenizer_config.json").read_text())["local_files_only"] is True
+    assert "HF_HUB_OFFLINE" not in os.environ and huggingface_hub.constants.HF_HUB_OFFLINE is False
+    weights = load_file(mamba / "model.safetensors")
+    a_logs = [name for name in weights if name.endswith("A_log")]
+    assert a_logs
+    for name in a_logs:
+        columns = weights[name].shape[-1]
+        exact = np.array([np.float32(math.log(i)) for i in range(1, columns + 1)], dtype=np.float32)
+        assert (weights[name] == exact).all(), name

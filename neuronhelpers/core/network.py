@@ -9,6 +9,7 @@ process and, through the environment, for every run.py it starts.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from urllib.parse import urlparse
@@ -74,6 +75,29 @@ def go_offline() -> None:
     constants = sys.modules.get("huggingface_hub.constants")
     if constants is not None:
         constants.HF_HUB_OFFLINE = True
+
+
+@contextlib.contextmanager
+def offline_mode():
+    """Offline mode for this process while the block runs, then as it was. transformers writes how a tokenizer was
+    loaded into its saved config (``local_files_only``, true offline): files made from local files alone (a
+    twin) are then the same bytes whether or not the machine can reach the Hub."""
+    import sys
+
+    before = os.environ.get("HF_HUB_OFFLINE")
+    constants = sys.modules.get("huggingface_hub.constants")
+    was = getattr(constants, "HF_HUB_OFFLINE", None)
+    go_offline()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = before
+        constants = sys.modules.get("huggingface_hub.constants")
+        if constants is not None:
+            constants.HF_HUB_OFFLINE = bool(was) if was is not None else offline_requested()
 
 
 def offline_env() -> dict[str, str]:

@@ -162,9 +162,10 @@ def copy_folder(params: dict) -> str:
         if files_digest(files) == entry["digest"]:
             return str(snapshot)
     here = "holds other files" if found is not None else "does not hold it"
+    command = entry["made_by"].split(" (")[0] + (" --force" if found is not None else "")  # a ready copy is kept else
     raise SystemExit(f"{hub_id}: this run.py tested the files {entry['digest'][:12]}, and neither the shelf "
                      f"({shelf_home()}) nor the Hugging Face cache has them here (the shelf {here}): "
-                     f"`{entry['made_by'].split(' (')[0]}` makes them, then rerun")
+                     f"`{command}` makes them, then rerun")
 
 
 def _hub_snapshots(hub_id: str) -> list[Path]:
@@ -294,16 +295,29 @@ def _lift_single_folder(out: Path) -> None:
         inner.rename(out)
 
 
+def gguf_tokenizer(gguf: Path):
+    """The tokenizer of a GGUF file, as every install saves it. transformers writes how it was loaded into the
+    tokenizer's saved config: ``local_files_only`` is true where HF_HUB_OFFLINE is set (``make demo`` sets it when the
+    Hub cannot be reached). The copy's files are named by their digest in every shelf row's run.py, so they must not
+    depend on whether the machine that installed them was offline: the value is the one an install with the Hub
+    reachable writes, as the catalog's copies were made."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    tokenizer.init_kwargs["local_files_only"] = False
+    return tokenizer
+
+
 def _convert_gguf(gguf: Path, out: Path) -> None:
     """transformers' own GGUF loader dequantizes to float32; ``save_pretrained`` refuses a GGUF-quantized model, so
     the config loses its quantization entry and a fresh model takes the loaded weights, then is saved."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     from neuronhelpers.core.quiet import quiet_libraries
 
     with quiet_libraries():
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        tokenizer = gguf_tokenizer(gguf)
         loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
         state = loaded.state_dict()
         config = loaded.config

@@ -37,6 +37,7 @@ from neuronhelpers.core.errors import (
     say,
 )
 from neuronhelpers.core.integrity import DamagedFile, file_manifest, manifest_mismatch, read_json
+from neuronhelpers.core.network import offline_mode
 from neuronhelpers.core.quiet import quiet_libraries
 from neuronhelpers.core.vocab import (
     AUTOMATIC_SPEECH_RECOGNITION,
@@ -78,7 +79,7 @@ from neuronhelpers.twins.specs import twin_spec as architecture_twin_spec
 from neuronhelpers.twins.speech import write_speech_twin
 from neuronhelpers.twins.text import write_text_twin
 from neuronhelpers.twins.vision.build import write_vlm_twin
-from neuronhelpers.twins.weights import choose_embeddings
+from neuronhelpers.twins.weights import choose_embeddings, correctly_rounded_math
 
 __all__ = ["build_twin", "model_twin", "known_twin", "twin_path", "twin_home", "check_twin_runs", "broken_twin",
            "perturbed_twin", "TwinUnavailable", "WRITERS", "EAGER_CHECKS", "BREAKAGES",
@@ -251,7 +252,9 @@ def _write_twin(spec: TwinSpec, folder: Path) -> None:
     """The task's writer, quietly (a generating twin's embeddings then chosen: twins/weights.py); then TWIN.json,
     which marks the folder as a twin."""
     with quiet_libraries():
-        WRITERS[spec.task](spec, folder)
+        # the same files on every machine: whatever its float math (twins/weights.py) or its network (core/network.py)
+        with correctly_rounded_math(), offline_mode():
+            WRITERS[spec.task](spec, folder)
         carry_generation_config(spec, folder)
         own = _own_record(spec, folder)
         chosen = None if spec.task in LIBRARY_TASKS else choose_embeddings(spec, folder)

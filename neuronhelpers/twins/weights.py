@@ -23,6 +23,7 @@ the next token is a function of the current one and a layer changed by 100 % of 
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 from neuronhelpers.core.vocab import MIN_DISTINCT_TOKENS
@@ -140,3 +141,45 @@ def choose_embeddings(spec, folder) -> dict:
                 model.save_pretrained(folder)
             return {**tried[-1], "tried": len(tried)}
     return {**tried[0], "tried": len(tried)}  # nothing met the target: the config's own embeddings, as first saved
+
+
+# The float functions the architectures' constructors compute parameters with (measured: log, and exp and expm1 in the
+# state-space families' time-step bias), computed correctly rounded while a twin's files are written.
+ROUNDED_ONCE = ("log", "exp", "expm1")
+
+
+@contextlib.contextmanager
+def correctly_rounded_math():
+    """torch's ``log``, ``exp`` and ``expm1`` (functions, methods and in-place methods) correctly rounded while a twin's
+    files are written. Some architectures' constructors compute parameters with them (the state-space families'
+    ``A_log = log(1..N)`` and time-step bias, moonshine_streaming's ``log_k = log(0.75)``), and torch's float32 versions
+    are not correctly rounded: their last bit differs from one machine to the next (here ``log(0.75)`` gave
+    -0.28768205642700195 where the machine that swept the catalog gave the correctly rounded -0.28768208622932434), so
+    a twin built elsewhere had other files than its row's and its run.py refused it (2026-12-07: jamba, mamba,
+    falcon_mamba, zamba, zamba2, olmo_hybrid, bailing_hybrid, asr-moonshine_streaming). Computed in float64 and
+    rounded once to the input's precision (the default float for integers), each result is the same everywhere."""
+    import torch
+
+    plain = {name: (getattr(torch, name), getattr(torch.Tensor, name)) for name in ROUNDED_ONCE}
+
+    def rounded_once(function):
+        def call(tensor, *args, **kwargs):
+            if args or kwargs or not isinstance(tensor, torch.Tensor) or tensor.dtype == torch.float64:
+                return function(tensor, *args, **kwargs)
+            dtype = tensor.dtype if tensor.is_floating_point() else torch.get_default_dtype()
+            return function(tensor.to(torch.float64)).to(dtype)
+        return call
+
+    in_place = {name: getattr(torch.Tensor, name + "_") for name in ROUNDED_ONCE}  # olmo_hybrid's A_log: .log_()
+    for name, (function, _) in plain.items():
+        call = rounded_once(function)
+        setattr(torch, name, call)
+        setattr(torch.Tensor, name, lambda self, *args, _call=call, **kwargs: _call(self, *args, **kwargs))
+        setattr(torch.Tensor, name + "_", lambda self, _call=call: self.copy_(_call(self)))
+    try:
+        yield
+    finally:
+        for name, (function, method) in plain.items():
+            setattr(torch, name, function)
+            setattr(torch.Tensor, name, method)
+            setattr(torch.Tensor, name + "_", in_place[name])
