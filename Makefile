@@ -1,7 +1,7 @@
 # make demo   set up .venv and run the main job: a handful of twins and two real checkpoints into ./results, the rest of
 #             the Selected list answered from the committed catalog, a dated snapshot of the published dataset
 # make test   set up .venv and run the whole test suite (notebooks and the browser test included)
-# make test-fast  ruff, then the tests that compile nothing (about two minutes: 1 min 56 s on 2 cores, 2026-12-07): the inner loop
+# make test-fast  ruff, then the tests that compile nothing (about a minute and a half: 1 min 30 s on 2 cores, 2026-12-07): the inner loop
 # make lab    open the notebooks in JupyterLab (installed on the first call; offline afterwards)
 # make book   the notebooks as a static HTML book in build/book (executes those without an executed copy once)
 VENV ?= .venv
