@@ -228,3 +228,17 @@ def test_a_twins_files_are_the_same_whatever_the_machines_float_math_or_network(
         columns = weights[name].shape[-1]
         exact = np.array([np.float32(math.log(i)) for i in range(1, columns + 1)], dtype=np.float32)
         assert (weights[name] == exact).all(), name
+
+
+@pytest.mark.slow
+def test_the_lumina_twins_never_initialised_pad_token_is_zeros_not_reused_memory(tmp_path, monkeypatch):
+    """diffusers' LuminaNextDiT2DModel allocates pad_token with torch.empty and never initialises it: the twin held
+    whatever the allocator reused, other files on every build, and its run.py refused every rebuild (2026-12-07)."""
+    from safetensors.numpy import load_file
+
+    from neuronhelpers.core.settings import HOME_ENV
+    from neuronhelpers.twins.build import build_twin
+
+    monkeypatch.setenv(HOME_ENV, str(tmp_path))
+    weights = load_file(build_twin("tiny/t2i-lumina") / "transformer" / "diffusion_pytorch_model.safetensors")
+    assert (weights["pad_token"] == 0).all()

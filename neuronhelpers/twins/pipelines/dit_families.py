@@ -165,11 +165,21 @@ def lumina() -> dict:
     return _parts(
         scheduler=_flow, vae=_vae8, tokenizer=tok,  # the pipeline fixes vae_scale_factor at 8, as Lumina 2's
         text_encoder=lambda: _decoder_lm(GemmaForCausalLM, GemmaConfig, tok),
-        transformer=lambda: LuminaNextDiT2DModel(
+        transformer=lambda: _pad_token_zeroed(LuminaNextDiT2DModel(
             sample_size=IMAGE_SIZE // 8, patch_size=2, in_channels=4, hidden_size=32, num_layers=2,
             num_attention_heads=2,
             num_kv_heads=2, multiple_of=16, norm_eps=1e-5, learn_sigma=True, qk_norm=True, cross_attention_dim=TEXT,
-            scaling_factor=1.0))
+            scaling_factor=1.0)))
+
+
+def _pad_token_zeroed(transformer):
+    """LuminaNextDiT2DModel allocates ``pad_token`` with torch.empty and never initialises it: it held whatever the
+    allocator reused, so tiny/t2i-lumina was other files on every build (2026-12-07). Zeros, the same everywhere."""
+    import torch
+
+    with torch.no_grad():
+        transformer.pad_token.zero_()
+    return transformer
 
 
 def cogview3() -> dict:
