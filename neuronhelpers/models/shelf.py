@@ -162,7 +162,8 @@ def copy_folder(params: dict) -> str:
         if files_digest(files) == entry["digest"]:
             return str(snapshot)
     here = "holds other files" if found is not None else "does not hold it"
-    command = entry["made_by"].split(" (")[0] + (" --force" if found is not None else "")  # a ready copy is kept else
+    # without --force, install keeps the copy that is there
+    command = entry["made_by"].split(" (")[0] + (" --force" if found is not None else "")
     raise SystemExit(f"{hub_id}: this run.py tested the files {entry['digest'][:12]}, and neither the shelf "
                      f"({shelf_home()}) nor the Hugging Face cache has them here (the shelf {here}): "
                      f"`{command}` makes them, then rerun")

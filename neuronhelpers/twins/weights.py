@@ -160,7 +160,10 @@ def correctly_rounded_math():
     rounded once to the input's precision (the default float for integers), each result is the same everywhere."""
     import torch
 
-    plain = {name: (getattr(torch, name), getattr(torch.Tensor, name)) for name in ROUNDED_ONCE}
+    # the originals: torch.<name>, Tensor.<name> and the in-place Tensor.<name>_ (olmo_hybrid's A_log: .log_())
+    plain = {(owner, attribute): getattr(owner, attribute)
+             for name in ROUNDED_ONCE for owner, attribute in ((torch, name), (torch.Tensor, name),
+                                                               (torch.Tensor, name + "_"))}
 
     def rounded_once(function):
         def call(tensor, *args, **kwargs):
@@ -170,16 +173,13 @@ def correctly_rounded_math():
             return function(tensor.to(torch.float64)).to(dtype)
         return call
 
-    in_place = {name: getattr(torch.Tensor, name + "_") for name in ROUNDED_ONCE}  # olmo_hybrid's A_log: .log_()
-    for name, (function, _) in plain.items():
-        call = rounded_once(function)
+    for name in ROUNDED_ONCE:
+        call = rounded_once(plain[torch, name])
         setattr(torch, name, call)
         setattr(torch.Tensor, name, lambda self, *args, _call=call, **kwargs: _call(self, *args, **kwargs))
         setattr(torch.Tensor, name + "_", lambda self, _call=call: self.copy_(_call(self)))
     try:
         yield
     finally:
-        for name, (function, method) in plain.items():
-            setattr(torch, name, function)
-            setattr(torch.Tensor, name, method)
-            setattr(torch.Tensor, name + "_", in_place[name])
+        for (owner, attribute), original in plain.items():
+            setattr(owner, attribute, original)
